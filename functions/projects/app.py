@@ -1,0 +1,94 @@
+"""Projects and members: POST/GET /projects, GET/PATCH /projects/{projectId},
+GET /projects/{projectId}/members, PUT/DELETE /projects/{projectId}/members/{userId}."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from recall.api import caller_id, new_resolver, page_size
+from recall.api.models import (
+    CreateProjectRequest,
+    MemberList,
+    MemberView,
+    ProjectList,
+    ProjectView,
+    SetMemberRequest,
+    UpdateProjectRequest,
+)
+from recall.domain.access import Role
+from recall.observability import logger, metrics, tracer
+from recall.settings import get_settings
+from recall.wiring import project_service
+
+app = new_resolver()
+
+
+@app.post("/projects")
+def create_project(body: CreateProjectRequest) -> Response[ProjectView]:
+    project = project_service().create(caller_id(app), body.name, body.context)
+    return Response(
+        status_code=201,
+        content_type=content_types.APPLICATION_JSON,
+        body=ProjectView.of(project, Role.OWNER),
+    )
+
+
+@app.get("/projects")
+def list_projects(
+    limit: Annotated[int | None, Query()] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> ProjectList:
+    settings = get_settings()
+    rows, next_cursor = project_service().list(
+        caller_id(app),
+        page_size(limit, settings.projects_page_max, settings.projects_page_max),
+        cursor,
+    )
+    return ProjectList(
+        projects=[ProjectView.of(project, role) for project, role in rows], next_cursor=next_cursor
+    )
+
+
+@app.get("/projects/<projectId>")
+def get_project(projectId: str) -> ProjectView:
+    return ProjectView.of(*project_service().get(caller_id(app), projectId))
+
+
+@app.patch("/projects/<projectId>")
+def update_project(projectId: str, body: UpdateProjectRequest) -> ProjectView:
+    project, role = project_service().update(caller_id(app), projectId, body.name, body.context)
+    return ProjectView.of(project, role)
+
+
+@app.get("/projects/<projectId>/members")
+def list_members(projectId: str) -> MemberList:
+    members = project_service().members(caller_id(app), projectId)
+    return MemberList(members=[MemberView.of(member) for member in members])
+
+
+@app.put("/projects/<projectId>/members/<userId>")
+def set_member(projectId: str, userId: str, body: SetMemberRequest) -> Response[MemberView]:
+    member, added = project_service().set_member(caller_id(app), projectId, userId, body.role)
+    return Response(
+        status_code=201 if added else 200,
+        content_type=content_types.APPLICATION_JSON,
+        body=MemberView.of(member),
+    )
+
+
+@app.delete("/projects/<projectId>/members/<userId>")
+def remove_member(projectId: str, userId: str) -> Response[None]:
+    project_service().remove_member(caller_id(app), projectId, userId)
+    return Response(status_code=204)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

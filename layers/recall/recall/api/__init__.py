@@ -1,0 +1,124 @@
+"""The HTTP edge shared by every function: the resolver, the caller's identity and the one
+place where errors become status codes and the API's error body
+``{"error": {"code", "message", "details"?}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from recall.errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Throttled,
+    TooLarge,
+    Unauthenticated,
+)
+from recall.observability import logger
+from recall.settings import get_settings
+
+STATUS: dict[type[DomainError], int] = {
+    Unauthenticated: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    TooLarge: 413,
+    Invalid: 422,
+    Throttled: 429,
+}
+
+
+def error_response(
+    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
+) -> Response[Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        error["details"] = details
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body={"error": error}
+    )
+
+
+def _status_of(error: DomainError) -> int:
+    for kind in type(error).__mro__:
+        if kind in STATUS:
+            return STATUS[kind]  # type: ignore[index]
+    return 400
+
+
+def _field_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "field": ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+            or "body",
+            "message": str(error.get("msg", "")),
+            "type": str(error.get("type", "")),
+        }
+        for error in errors
+    ]
+
+
+def caller_id(app: APIGatewayHttpResolver) -> str:
+    """The JWT ``sub`` that API Gateway's authorizer verified; never a user id from the body."""
+    authorizer = app.current_event.request_context.authorizer
+    claims = authorizer.jwt_claim if authorizer else None
+    subject = (claims or {}).get("sub")
+    if not isinstance(subject, str) or not subject.strip():
+        raise Unauthenticated("Sign in: the request carries no identity.")
+    return subject
+
+
+def _limit_body_size(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    body = app.current_event.body or ""
+    limit = get_settings().request_body_max_bytes
+    if len(body.encode()) > limit:
+        return error_response(413, TooLarge.code, f"The request body is over {limit} bytes.")
+    return next_middleware(app)
+
+
+def new_resolver() -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver(enable_validation=True)
+    app.use(middlewares=[_limit_body_size])
+
+    @app.exception_handler(DomainError)
+    def _domain_error(error: DomainError) -> Response[Any]:
+        return error_response(_status_of(error), error.code, error.message, error.details)
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid_request(error: RequestValidationError) -> Response[Any]:
+        errors = list(error.errors())
+        if any(item.get("type") == "json_invalid" for item in errors):
+            return error_response(400, "malformed_json", "The request body is not valid JSON.")
+        return error_response(
+            422, Invalid.code, "Some fields are not valid.", _field_details(errors)
+        )
+
+    @app.not_found
+    def _no_route(error: NotFoundError) -> Response[Any]:
+        return error_response(404, NotFound.code, "No such route.")
+
+    @app.exception_handler(Exception)
+    def _unexpected(error: Exception) -> Response[Any]:
+        logger.exception("unexpected error")
+        return error_response(500, "internal_error", "Something went wrong on our side.")
+
+    return app
+
+
+def page_size(limit: int | None, default: int, maximum: int) -> int:
+    """A page size from the query string, within the settings' bounds."""
+    if limit is None:
+        return default
+    if not 1 <= limit <= maximum:
+        raise Invalid(
+            f"limit is between 1 and {maximum}.",
+            [{"field": "limit", "message": f"between 1 and {maximum}"}],
+        )
+    return limit

@@ -1,0 +1,31 @@
+"""Roles on a project and what each may do."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from recall.errors import Forbidden
+
+
+class Role(StrEnum):
+    OWNER = "owner"
+    EDITOR = "editor"
+    VIEWER = "viewer"
+
+
+_RANK = {Role.VIEWER: 1, Role.EDITOR: 2, Role.OWNER: 3}
+
+_WHAT = {
+    Role.VIEWER: "read this project",
+    Role.EDITOR: "change this project's conversations and memory",
+    Role.OWNER: "manage this project's members",
+}
+
+
+def require(role: Role | None, needed: Role) -> Role:
+    """The caller's role if it reaches ``needed``; no role at all is Forbidden too, never empty."""
+    if role is None:
+        raise Forbidden("You have no role on this project.")
+    if _RANK[role] < _RANK[needed]:
+        raise Forbidden(f"Your role ({role}) cannot {_WHAT[needed]}; it needs {needed}.")
+    return role

@@ -1,0 +1,66 @@
+"""Conversations (saved threads) and the rules that shape their lists."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import StrEnum
+import re
+
+from pydantic import BaseModel
+
+from recall.domain.clock import parse
+
+
+class Period(StrEnum):
+    TODAY = "today"
+    YESTERDAY = "yesterday"
+    PREVIOUS_7_DAYS = "previous7Days"
+    PREVIOUS_30_DAYS = "previous30Days"
+    OLDER = "older"
+
+
+class Conversation(BaseModel):
+    user_id: str
+    project_id: str
+    conversation_id: str
+    title: str
+    model: str | None = None
+    archived: bool = False
+    message_count: int = 0
+    turn_count: int = 0
+    created_at: str
+    updated_at: str
+
+
+DEFAULT_TITLE = "New conversation"
+
+
+def period_of(updated_at: str, now: datetime) -> Period:
+    """The panel's grouping label, by calendar day in UTC."""
+    days = (now.date() - parse(updated_at).date()).days
+    if days <= 0:
+        return Period.TODAY
+    if days == 1:
+        return Period.YESTERDAY
+    if days <= 7:
+        return Period.PREVIOUS_7_DAYS
+    if days <= 30:
+        return Period.PREVIOUS_30_DAYS
+    return Period.OLDER
+
+
+def title_from_message(text: str, max_chars: int) -> str:
+    """A thread's title from its first message: one line, trimmed at a word boundary."""
+    line = re.sub(r"\s+", " ", text).strip()
+    if not line:
+        return DEFAULT_TITLE
+    if len(line) <= max_chars:
+        return line
+    cut = line[: max_chars - 1]
+    if " " in cut[max_chars // 2 :]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,.;:-") + "…"
+
+
+def idle_for(updated_at: str, now: datetime) -> timedelta:
+    return now - parse(updated_at)

@@ -1,0 +1,42 @@
+"""Domain errors. The API maps each to one status code, in one place (``recall.api``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    code = "error"
+
+    def __init__(self, message: str, details: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class Unauthenticated(DomainError):
+    code = "unauthenticated"
+
+
+class Forbidden(DomainError):
+    code = "forbidden"
+
+
+class NotFound(DomainError):
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    code = "conflict"
+
+
+class TooLarge(DomainError):
+    code = "payload_too_large"
+
+
+class Invalid(DomainError):
+    code = "validation_error"
+
+
+class Throttled(DomainError):
+    code = "throttled"

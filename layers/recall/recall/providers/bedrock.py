@@ -1,0 +1,262 @@
+"""Amazon Bedrock, through the model-agnostic Converse API.
+
+Converse gives one request shape and native tool calling for every Bedrock chat model,
+so the chat service never learns a vendor's own format. This module is the only one
+that knows that shape, and the only one that turns Bedrock's errors into `ModelError`s.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    ReadTimeoutError,
+)
+
+from recall.domain.prompt import (
+    ModelError,
+    ModelRejected,
+    ModelReply,
+    ModelRequest,
+    ModelThrottled,
+    ModelTimeout,
+    ModelUnavailable,
+    PromptMessage,
+    StopReason,
+    ToolCall,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
+    from mypy_boto3_bedrock_runtime.literals import StopReasonType
+    from mypy_boto3_bedrock_runtime.type_defs import (
+        ContentBlockOutputTypeDef,
+        ContentBlockTypeDef,
+        ConverseRequestTypeDef,
+        ConverseResponseTypeDef,
+        MessageTypeDef,
+        SystemContentBlockTypeDef,
+        ToolTypeDef,
+    )
+
+_ERRORS_BY_CODE: Final[dict[str, type[ModelError]]] = {
+    "ThrottlingException": ModelThrottled,
+    "ServiceUnavailableException": ModelUnavailable,
+    "ModelNotReadyException": ModelUnavailable,
+    "ModelTimeoutException": ModelTimeout,
+    "ValidationException": ModelRejected,
+    "AccessDeniedException": ModelRejected,
+    "ResourceNotFoundException": ModelRejected,
+}
+_TIMEOUTS: Final = (ReadTimeoutError, ConnectTimeoutError, ConnectionClosedError)
+
+# Bedrock reports a few reasons the domain folds into its smaller set.
+_STOP_REASONS: Final[dict[str, StopReason]] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "guardrail_intervened": "guardrail",
+    "content_filtered": "content_filtered",
+}
+
+# Converse rejects a conversation that opens with the assistant; a window cut from the
+# middle of a thread can, so it gets this neutral opening instead of losing a message.
+WINDOW_OPENING: Final = "(earlier messages of this conversation are summarised above)"
+EMPTY_TOOL_RESULT: Final = "(no output)"
+
+Role = Literal["user", "assistant"]
+
+
+class BedrockProvider:
+    """A `ModelProvider` backed by `bedrock-runtime` `converse`."""
+
+    def __init__(
+        self,
+        client: BedrockRuntimeClient | None = None,
+        *,
+        max_attempts: int = 3,
+        read_timeout: float = 25.0,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        # The read timeout stays under API Gateway's 30 s so a slow model ends as a
+        # clean 504 from us rather than a bare gateway timeout.
+        self._client = client
+        self._config = Config(
+            retries={"mode": "adaptive", "max_attempts": max_attempts},
+            read_timeout=read_timeout,
+            connect_timeout=connect_timeout,
+        )
+
+    @property
+    def client(self) -> BedrockRuntimeClient:
+        """The injected client, or one made on first use so imports stay free of AWS."""
+        if self._client is None:
+            self._client = boto3.client("bedrock-runtime", config=self._config)
+        return self._client
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        """Send one Converse request and map the reply, or raise a `ModelError`."""
+        params = converse_params(request)
+        try:
+            response = self.client.converse(**params)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            code = error.get("Code", "Unknown")
+            detail = error.get("Message", "") or str(exc)
+            error_type = _ERRORS_BY_CODE.get(code, ModelError)
+            raise error_type(f"Bedrock {code} for model {request.model_id}: {detail}") from exc
+        except _TIMEOUTS as exc:
+            raise ModelTimeout(
+                f"Bedrock {type(exc).__name__} for model {request.model_id}: {exc}"
+            ) from exc
+        except BotoCoreError as exc:
+            raise ModelError(
+                f"Bedrock {type(exc).__name__} for model {request.model_id}: {exc}"
+            ) from exc
+        return model_reply(response)
+
+
+def converse_params(request: ModelRequest) -> ConverseRequestTypeDef:
+    """The Converse request for a domain request.
+
+    Tool blocks are only valid next to a `toolConfig`, so when a request offers no tools
+    (a last round that must end in text) earlier tool calls are sent as plain text.
+    """
+    native_tools = bool(request.tools)
+    messages = _alternating(request.messages, native_tools=native_tools)
+    if not messages:
+        raise ModelRejected(f"Nothing to send to model {request.model_id}: no messages")
+    params: ConverseRequestTypeDef = {
+        "modelId": request.model_id,
+        "messages": messages,
+        "inferenceConfig": {
+            "maxTokens": request.max_tokens,
+            "temperature": request.temperature,
+        },
+    }
+    system: list[SystemContentBlockTypeDef] = [
+        {"text": text} for text in request.system if text.strip()
+    ]
+    if system:
+        params["system"] = system
+    if native_tools:
+        tools: list[ToolTypeDef] = [
+            {
+                "toolSpec": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "inputSchema": {"json": tool.input_schema},
+                }
+            }
+            for tool in request.tools
+        ]
+        params["toolConfig"] = {"tools": tools}
+    return params
+
+
+def model_reply(response: ConverseResponseTypeDef) -> ModelReply:
+    """The domain reply for a Converse response: text blocks joined, tool uses kept."""
+    content: list[ContentBlockOutputTypeDef] = (
+        response.get("output", {}).get("message", {}).get("content", [])
+    )
+    texts = [block["text"] for block in content if block.get("text")]
+    tool_calls = [
+        ToolCall(
+            id=block["toolUse"]["toolUseId"],
+            name=block["toolUse"]["name"],
+            input=_as_object(block["toolUse"].get("input")),
+        )
+        for block in content
+        if "toolUse" in block
+    ]
+    usage = response.get("usage", {})
+    return ModelReply(
+        text="\n".join(texts),
+        tool_calls=tool_calls,
+        usage=Usage(
+            input_tokens=usage.get("inputTokens", 0),
+            output_tokens=usage.get("outputTokens", 0),
+        ),
+        stop_reason=_stop_reason(response.get("stopReason"), has_tool_calls=bool(tool_calls)),
+    )
+
+
+def _alternating(messages: list[PromptMessage], *, native_tools: bool) -> list[MessageTypeDef]:
+    """Messages as Converse wants them: user first, roles alternating, no empty blocks.
+
+    A domain message may carry an assistant's tool calls and the results that answered
+    them; the results belong to the next user turn, so each message is split by role
+    before consecutive turns of one role are merged.
+    """
+    turns: list[MessageTypeDef] = []
+    for message in messages:
+        for role, blocks in _blocks_by_role(message, native_tools=native_tools):
+            if not blocks:
+                continue
+            if turns and turns[-1]["role"] == role:
+                turns[-1] = {"role": role, "content": [*turns[-1]["content"], *blocks]}
+            else:
+                turns.append({"role": role, "content": blocks})
+    if turns and turns[0]["role"] == "assistant":
+        turns.insert(0, {"role": "user", "content": [{"text": WINDOW_OPENING}]})
+    return turns
+
+
+def _blocks_by_role(
+    message: PromptMessage, *, native_tools: bool
+) -> list[tuple[Role, list[ContentBlockTypeDef]]]:
+    text: list[ContentBlockTypeDef] = [{"text": message.text}] if message.text.strip() else []
+    calls: list[ContentBlockTypeDef]
+    results: list[ContentBlockTypeDef]
+    if native_tools:
+        calls = [
+            {"toolUse": {"toolUseId": call.id, "name": call.name, "input": call.input}}
+            for call in message.tool_calls
+        ]
+        results = [
+            {
+                "toolResult": {
+                    "toolUseId": result.tool_call_id,
+                    "content": [{"text": result.content or EMPTY_TOOL_RESULT}],
+                    "status": "error" if result.is_error else "success",
+                }
+            }
+            for result in message.tool_results
+        ]
+    else:
+        calls = [
+            {"text": f"[called {call.name} {json.dumps(call.input, sort_keys=True)}]"}
+            for call in message.tool_calls
+        ]
+        results = [
+            {
+                "text": f"[{'error' if result.is_error else 'result'} of "
+                f"{result.tool_call_id}: {result.content or EMPTY_TOOL_RESULT}]"
+            }
+            for result in message.tool_results
+        ]
+    if message.role == "assistant":
+        return [("assistant", text + calls), ("user", results)]
+    # Anthropic models on Converse want tool results ahead of any new text in a turn.
+    return [("user", results + text), ("assistant", calls)]
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _stop_reason(reason: StopReasonType | None, *, has_tool_calls: bool) -> StopReason:
+    if reason in _STOP_REASONS:
+        return _STOP_REASONS[reason]
+    # malformed_model_output / malformed_tool_use, or a reason newer than this code.
+    return "tool_use" if has_tool_calls else "end_turn"

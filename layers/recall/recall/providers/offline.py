@@ -1,0 +1,294 @@
+"""A deterministic stand-in for a model: no network, same request, same reply.
+
+It is the default for local runs and tests, so its answers are built to show what the
+context assembly got right: how many memory entries and earlier messages reached it,
+which entry matches the question, and whether a stated preference turns into a
+`save_preference` call the way a real model's would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import hashlib
+import json
+import math
+import re
+from typing import Final
+
+from recall.domain.prompt import (
+    ModelReply,
+    ModelRequest,
+    PromptMessage,
+    StopReason,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from recall.domain.tools import FORGET_PREFERENCE, MAX_VALUE_LENGTH, SAVE_PREFERENCE
+
+_BLOCK = re.compile(r"<(project_memory|thread_memory)>(.*?)</\1>", re.DOTALL)
+_CATEGORY_LINE = re.compile(r"^\[([a-z_]+)\]$")
+_ENTRY_LINE = re.compile(r"^([a-z0-9_.-]{1,64}):\s*(.*)$")
+_WORD = re.compile(r"[a-z0-9]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+# "never forget to ..." states a rule to follow, not a thing forbidden.
+_FORBIDDING = re.compile(r"\b(?:never|don't|dont|do not)\b(?!\s+forget\b)")
+_DURABLE = re.compile(
+    r"\b(?:always|never|don't|dont|do not|remember that|i prefer|i'd prefer|i would prefer"
+    r"|from now on)\b"
+)
+_FORGETTING = re.compile(
+    r"(?<!never )(?<!not )(?<!n't )\b(?:forget|stop remembering)\b(?:\s+(?:about|that))?\s+(.+)"
+)
+_THREAD_ONLY = re.compile(r"\b(?:in|for) this (?:conversation|thread|chat)\b")
+_LEAD_IN = re.compile(r"^(?:please[, ]+)?(?:remember that\s+|remember:\s*)", re.IGNORECASE)
+_KEY_LIKE = re.compile(r"\b[a-z0-9]+(?:[_.-][a-z0-9]+)+\b")
+_BRAND_WORDS: Final = frozenset(
+    {"tone", "voice", "audience", "audiences", "brand", "branding", "sector", "industry"}
+)
+# Words that carry no meaning of their own in a stated rule ("always keep the ...").
+_FILLER_WORDS: Final = """
+    a an the and or but of to in on at for with by from as is are be been being it its
+    this that these those there here my our your their we you i me us they he she them
+    always never dont do does not no remember prefer id im ive would please should must
+    keep use using make made let lets want like just also all any every each some more
+    most very really can could will so than then when what which who how about forget
+    stop remembering preference preferences memory entry rule
+"""
+_FILLER: Final = frozenset(_FILLER_WORDS.split())
+_MAX_KEY_WORDS: Final = 4
+_CHARS_PER_TOKEN: Final = 4
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    """One `key: value` line of a memory block as the model receives it."""
+
+    key: str
+    value: str
+    category: str
+    scope: str
+
+
+class OfflineProvider:
+    """A `ModelProvider` that answers from the request alone."""
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        """Reply to the newest user message, calling memory tools when it states a rule."""
+        messages = request.messages
+        if messages and messages[-1].tool_results:
+            return self._reply(request, _confirmation(messages), [])
+        newest = _newest_user_index(messages)
+        user_text = messages[newest].text if newest is not None else ""
+        answered = newest is not None and any(m.tool_calls for m in messages[newest + 1 :])
+        if not answered:
+            calls = _memory_calls(
+                user_text, request.tools, memory_entries(request.system), position=newest or 0
+            )
+            if calls:
+                text = "I'll forget that." if calls[0].name == FORGET_PREFERENCE else "Noted."
+                return self._reply(request, text, calls)
+        prior = newest if newest is not None else len(messages)
+        return self._reply(request, _summary(request.system, prior, user_text), [])
+
+    def _reply(self, request: ModelRequest, text: str, calls: list[ToolCall]) -> ModelReply:
+        stop_reason: StopReason = "tool_use" if calls else "end_turn"
+        limit = request.max_tokens * _CHARS_PER_TOKEN
+        if not calls and len(text) > limit:
+            text, stop_reason = text[:limit], "max_tokens"
+        output = text + "".join(json.dumps(call.input, sort_keys=True) for call in calls)
+        return ModelReply(
+            text=text,
+            tool_calls=calls,
+            usage=Usage(
+                input_tokens=_tokens(_input_chars(request)),
+                output_tokens=_tokens(len(output)),
+            ),
+            stop_reason=stop_reason,
+        )
+
+
+def memory_entries(system: list[str]) -> list[MemoryEntry]:
+    """Every entry of the `<project_memory>` and `<thread_memory>` blocks, in order."""
+    entries: list[MemoryEntry] = []
+    for match in _BLOCK.finditer("\n".join(system)):
+        scope = "thread" if match.group(1) == "thread_memory" else "persistent"
+        category = "context"
+        for line in match.group(2).splitlines():
+            line = line.strip()
+            if header := _CATEGORY_LINE.match(line):
+                category = header.group(1)
+            elif entry := _ENTRY_LINE.match(line):
+                entries.append(MemoryEntry(entry.group(1), entry.group(2), category, scope))
+    return entries
+
+
+def preference_key(statement: str, *, forbidden: bool = False) -> str:
+    """A stable snake_case key from the words of a statement that carry its meaning."""
+    words = [w for w in _words(_THREAD_ONLY.sub(" ", _normalised(statement))) if w not in _FILLER]
+    key = "_".join(words[:_MAX_KEY_WORDS])[:60].strip("_")
+    if not key:
+        key = "note_" + _digest(statement)[:8]
+    return f"no_{key}" if forbidden and not key.startswith("no_") else key
+
+
+def _memory_calls(
+    text: str, tools: list[ToolSpec], entries: list[MemoryEntry], *, position: int
+) -> list[ToolCall]:
+    """The tool calls a newest user message asks for, if the request offers those tools.
+
+    `position` (the message's index in the thread) goes into the call ids, so a rule
+    repeated later in a thread still gets an id of its own.
+    """
+    offered = {tool.name for tool in tools}
+    forget = _FORGETTING.search(_normalised(text))
+    if forget:
+        call = _forget_call(text, forget.group(1), entries, position=position)
+        return [call] if call and FORGET_PREFERENCE in offered else []
+    if SAVE_PREFERENCE not in offered:
+        return []
+    calls: dict[str, ToolCall] = {}
+    for sentence in _SENTENCE_END.split(text):
+        if _DURABLE.search(_normalised(sentence)):
+            call = _save_call(sentence, position=position)
+            calls.setdefault(call.input["key"], call)
+    return list(calls.values())
+
+
+def _save_call(sentence: str, *, position: int) -> ToolCall:
+    plain = _normalised(sentence)
+    forbidden = bool(_FORBIDDING.search(plain))
+    if forbidden:
+        category = "forbidden"
+    elif _BRAND_WORDS.intersection(_words(plain)):
+        category = "brand"
+    else:
+        category = "preferences"
+    value = _LEAD_IN.sub("", sentence.strip()).rstrip(" .!;").strip()
+    return ToolCall(
+        id=_call_id(SAVE_PREFERENCE, sentence, position),
+        name=SAVE_PREFERENCE,
+        input={
+            "key": preference_key(_LEAD_IN.sub("", sentence.strip()), forbidden=forbidden),
+            "value": value[:MAX_VALUE_LENGTH],
+            "category": category,
+            "scope": _scope(plain),
+        },
+    )
+
+
+def _forget_call(
+    text: str, phrase: str, entries: list[MemoryEntry], *, position: int
+) -> ToolCall | None:
+    """Forget the entry the phrase names, or else the saved entry it resembles most."""
+    named = _KEY_LIKE.search(phrase)
+    known = {entry.key: entry for entry in entries}
+    if named:
+        key = named.group(0)[:64]
+    elif (match := _most_relevant(entries, phrase, fallback=False)) is not None:
+        key = match.key
+    elif significant := [w for w in _words(phrase) if w not in _FILLER]:
+        key = preference_key(" ".join(significant), forbidden=bool(_FORBIDDING.search(phrase)))
+    else:
+        return None
+    scope = known[key].scope if key in known else _scope(_normalised(text))
+    return ToolCall(
+        id=_call_id(FORGET_PREFERENCE, text, position),
+        name=FORGET_PREFERENCE,
+        input={"key": key, "scope": scope},
+    )
+
+
+def _confirmation(messages: list[PromptMessage]) -> str:
+    """What the last tool round did, named by the keys the calls carried."""
+    calls = {call.id: call for message in messages for call in message.tool_calls}
+    saved: list[str] = []
+    forgotten: list[str] = []
+    failed: list[str] = []
+    for result in messages[-1].tool_results:
+        call = calls.get(result.tool_call_id)
+        key = str(call.input.get("key", result.tool_call_id)) if call else result.tool_call_id
+        if result.is_error:
+            failed.append(f"{key} ({result.content})" if result.content else key)
+        elif call and call.name == FORGET_PREFERENCE:
+            forgotten.append(key)
+        else:
+            saved.append(key)
+    parts = [
+        f"{label}: {', '.join(keys)}."
+        for label, keys in (("Saved", saved), ("Forgot", forgotten), ("Could not save", failed))
+        if keys
+    ]
+    return " ".join(parts) or "Done."
+
+
+def _summary(system: list[str], prior: int, user_text: str) -> str:
+    entries = memory_entries(system)
+    text = (
+        f"I can see {_count(len(entries), 'memory entry', 'memory entries')} and "
+        f"{_count(prior, 'earlier message', 'earlier messages')} in this window."
+    )
+    best = _most_relevant(entries, user_text)
+    if best:
+        text += f' From memory: "{best.key}: {best.value}".'
+    return text
+
+
+def _most_relevant(
+    entries: list[MemoryEntry], text: str, *, fallback: bool = True
+) -> MemoryEntry | None:
+    """The first entry sharing most words with the text; else the last one, if `fallback`."""
+    if not entries:
+        return None
+    asked = set(_words(_normalised(text))) - _FILLER
+    scores = [len(asked & set(_words(_normalised(f"{e.key} {e.value}")))) for e in entries]
+    best = max(scores)
+    if best:
+        return entries[scores.index(best)]
+    return entries[-1] if fallback else None
+
+
+def _newest_user_index(messages: list[PromptMessage]) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user" and messages[index].text.strip():
+            return index
+    return None
+
+
+def _scope(plain: str) -> str:
+    return "thread" if _THREAD_ONLY.search(plain) else "persistent"
+
+
+def _normalised(text: str) -> str:
+    return text.lower().replace("\u2019", "'")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.replace("'", ""))
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _call_id(name: str, text: str, position: int) -> str:
+    return "tool-" + _digest(f"{name}\n{position}\n{text.strip()}")[:12]
+
+
+def _input_chars(request: ModelRequest) -> int:
+    parts: list[str] = [*request.system]
+    for message in request.messages:
+        parts.append(message.text)
+        parts.extend(json.dumps(call.input, sort_keys=True) for call in message.tool_calls)
+        parts.extend(result.content for result in message.tool_results)
+    parts.extend(json.dumps(tool.input_schema, sort_keys=True) for tool in request.tools)
+    return sum(len(part) for part in parts)
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / _CHARS_PER_TOKEN)

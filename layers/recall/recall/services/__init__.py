@@ -1,0 +1,1 @@
+"""Use cases: each public method is one thing a caller can do, authorised first."""

@@ -1,0 +1,128 @@
+"""Listing, creating, reading, changing and deleting the caller's threads."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from recall.domain import clock
+from recall.domain.access import Role
+from recall.domain.conversations import DEFAULT_TITLE, Conversation, Period, period_of
+from recall.domain.ids import new_id
+from recall.domain.messages import Message
+from recall.errors import Invalid, NotFound
+from recall.observability import logger, metrics
+from recall.services.access import ProjectAccess
+from recall.settings import Settings
+from recall.store.conversations import ConversationStore
+from recall.store.memories import MemoryStore
+from recall.store.messages import MessageStore, thread_of
+from recall.store.sessions import SessionStore
+
+
+class ConversationService:
+    def __init__(
+        self,
+        settings: Settings,
+        access: ProjectAccess,
+        conversations: ConversationStore,
+        messages: MessageStore,
+        sessions: SessionStore,
+        memories: MemoryStore,
+    ) -> None:
+        self._settings = settings
+        self._access = access
+        self._conversations = conversations
+        self._messages = messages
+        self._sessions = sessions
+        self._memories = memories
+
+    def list(
+        self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
+    ) -> tuple[list[tuple[Conversation, Period]], str | None]:
+        self._access.require(user_id, project_id, Role.VIEWER)
+        rows, next_cursor = self._conversations.page(user_id, project_id, archived, limit, cursor)
+        now = clock.now()
+        return [(row, period_of(row.updated_at, now)) for row in rows], next_cursor
+
+    def create(self, user_id: str, project_id: str, title: str | None) -> Conversation:
+        self._access.require(user_id, project_id, Role.EDITOR)
+        at = clock.stamp(clock.now())
+        conversation = Conversation(
+            user_id=user_id,
+            project_id=project_id,
+            conversation_id=new_id(),
+            title=self._checked_title(title) if title is not None else DEFAULT_TITLE,
+            created_at=at,
+            updated_at=at,
+        )
+        self._conversations.create(conversation)
+        metrics.add_metric(name="ConversationsCreated", unit=MetricUnit.Count, value=1)
+        return conversation
+
+    def get(
+        self, user_id: str, project_id: str, conversation_id: str, limit: int, cursor: str | None
+    ) -> tuple[Conversation, list[Message], str | None]:
+        self._access.require(user_id, project_id, Role.VIEWER)
+        conversation = self._owned(user_id, project_id, conversation_id)
+        messages, next_cursor = self._messages.page(
+            thread_of(user_id, project_id, conversation_id), limit, cursor
+        )
+        return conversation, messages, next_cursor
+
+    def update(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str,
+        title: str | None,
+        archived: bool | None,
+    ) -> Conversation:
+        self._access.require(user_id, project_id, Role.EDITOR)
+        conversation = self._owned(user_id, project_id, conversation_id)
+        changed = conversation.model_copy(
+            update={
+                "title": self._checked_title(title) if title is not None else conversation.title,
+                "archived": archived if archived is not None else conversation.archived,
+                "updated_at": clock.stamp(clock.now()),
+            }
+        )
+        return self._conversations.update(changed)
+
+    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
+        """Hide the thread, then delete its messages, session and thread memory, then the
+        thread itself; a retry after a failure part-way finishes the job."""
+        self._access.require(user_id, project_id, Role.EDITOR)
+        self._conversations.mark_deleting(user_id, project_id, conversation_id)
+        thread = thread_of(user_id, project_id, conversation_id)
+        messages = self._messages.delete_thread(thread)
+        self._sessions.delete(thread)
+        memories = self._memories.delete_thread(user_id, project_id, conversation_id)
+        self._conversations.delete(user_id, project_id, conversation_id)
+        logger.info(
+            "conversation deleted",
+            extra={
+                "conversation_id": conversation_id,
+                "messages_deleted": messages,
+                "memories_deleted": memories,
+            },
+        )
+
+    def _owned(self, user_id: str, project_id: str, conversation_id: str) -> Conversation:
+        conversation = self._conversations.get(user_id, project_id, conversation_id)
+        if conversation is None:
+            raise NotFound("No such conversation.")
+        return conversation
+
+    def _checked_title(self, title: str) -> str:
+        cleaned = " ".join(title.split())
+        if not cleaned or len(cleaned) > self._settings.title_max_chars:
+            raise Invalid(
+                f"A title is 1 to {self._settings.title_max_chars} characters.",
+                [
+                    {
+                        "field": "title",
+                        "message": f"1 to {self._settings.title_max_chars} characters",
+                    }
+                ],
+            )
+        return cleaned

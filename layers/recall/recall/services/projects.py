@@ -1,0 +1,126 @@
+"""Creating projects and managing who is on them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recall.domain import clock
+from recall.domain.access import Role, require
+from recall.domain.ids import new_id
+from recall.domain.projects import Member, Project, checked_context, checked_name, owner_delta
+from recall.errors import Conflict, NotFound
+from recall.observability import logger
+from recall.settings import Settings
+from recall.store.projects import ProjectStore
+
+_RETRIES = 3
+
+
+class ProjectService:
+    def __init__(self, settings: Settings, projects: ProjectStore) -> None:
+        self._settings = settings
+        self._projects = projects
+
+    def _checked_context(self, context: dict[str, Any]) -> dict[str, Any]:
+        return checked_context(
+            context,
+            self._settings.project_context_max_attributes,
+            self._settings.project_context_value_max_chars,
+        )
+
+    def create(self, user_id: str, name: str, context: dict[str, Any]) -> Project:
+        at = clock.stamp(clock.now())
+        project = Project(
+            project_id=new_id(),
+            name=checked_name(name, self._settings.project_name_max_chars),
+            context=self._checked_context(context),
+            created_by=user_id,
+            created_at=at,
+            updated_at=at,
+        )
+        owner = Member(project_id=project.project_id, user_id=user_id, role=Role.OWNER, added_at=at)
+        self._projects.create(project, owner)
+        logger.info("project created", extra={"project_id": project.project_id})
+        return project
+
+    def list(
+        self, user_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[tuple[Project, Role]], str | None]:
+        return self._projects.projects_of(user_id, limit, cursor)
+
+    def get(self, user_id: str, project_id: str) -> tuple[Project, Role]:
+        role = require(self._projects.role_of(project_id, user_id), Role.VIEWER)
+        project = self._projects.get(project_id)
+        if project is None:
+            raise NotFound("No such project.")
+        return project, role
+
+    def update(
+        self, user_id: str, project_id: str, name: str | None, context: dict[str, Any] | None
+    ) -> tuple[Project, Role]:
+        role = require(self._projects.role_of(project_id, user_id), Role.EDITOR)
+        project = self._projects.update(
+            project_id,
+            checked_name(name, self._settings.project_name_max_chars) if name is not None else None,
+            self._checked_context(context) if context is not None else None,
+            clock.stamp(clock.now()),
+        )
+        return project, role
+
+    def members(self, user_id: str, project_id: str) -> list[Member]:
+        require(self._projects.role_of(project_id, user_id), Role.VIEWER)
+        return self._projects.members(project_id)
+
+    def set_member(
+        self, user_id: str, project_id: str, member_id: str, role: Role
+    ) -> tuple[Member, bool]:
+        """Add or change a member; ``True`` when they were added."""
+        require(self._projects.role_of(project_id, user_id), Role.OWNER)
+        for attempt in range(_RETRIES):
+            before = self._projects.role_of(project_id, member_id)
+            member = Member(
+                project_id=project_id,
+                user_id=member_id,
+                role=role,
+                added_at=clock.stamp(clock.now()),
+            )
+            if before is role:
+                return member, False
+            self._guard_last_owner(project_id, owner_delta(before, role))
+            try:
+                self._projects.change_member(member, before, role, owner_delta(before, role))
+            except Conflict:
+                if attempt == _RETRIES - 1:
+                    raise
+                continue
+            logger.info(
+                "member set", extra={"project_id": project_id, "role": role.value, "was": before}
+            )
+            return member, before is None
+        raise Conflict("The project's members changed meanwhile.")
+
+    def remove_member(self, user_id: str, project_id: str, member_id: str) -> None:
+        require(self._projects.role_of(project_id, user_id), Role.OWNER)
+        for attempt in range(_RETRIES):
+            before = self._projects.role_of(project_id, member_id)
+            if before is None:
+                raise NotFound("That user is not a member of this project.")
+            self._guard_last_owner(project_id, owner_delta(before, None))
+            member = Member(project_id=project_id, user_id=member_id, role=before, added_at="")
+            try:
+                self._projects.change_member(member, before, None, owner_delta(before, None))
+            except Conflict:
+                if attempt == _RETRIES - 1:
+                    raise
+                continue
+            logger.info("member removed", extra={"project_id": project_id, "was": before})
+            return
+
+    def _guard_last_owner(self, project_id: str, delta: int) -> None:
+        if delta >= 0:
+            return
+        project = self._projects.get(project_id)
+        if project is None:
+            raise NotFound("No such project.")
+        if project.owner_count + delta < 1:
+            raise Conflict("A project must keep at least one owner; make someone else owner first.")

@@ -1,0 +1,93 @@
+"""Every tunable number of Recall, parsed once from the environment at cold start."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+
+class Settings(BaseModel):
+    """Defaults are the seeds' numbers; each field is overridden by its UPPER_CASE env var."""
+
+    model_config = ConfigDict(frozen=True)
+
+    projects_table: str = "recall-projects"
+    conversations_table: str = "recall-conversations"
+    messages_table: str = "recall-messages"
+    sessions_table: str = "recall-sessions"
+    memories_table: str = "recall-memories"
+    idempotency_table: str = "recall-idempotency"
+
+    # Projects
+    project_name_max_chars: int = 120
+    project_context_max_attributes: int = 20
+    project_context_value_max_chars: int = 500
+    projects_page_max: int = 100
+
+    # Conversations and messages
+    conversations_page_default: int = 50
+    conversations_page_max: int = 100
+    messages_page_default: int = 50
+    messages_page_max: int = 200
+    title_max_chars: int = 80
+    message_max_chars: int = 16_000
+    delete_batch_size: int = 25
+
+    # Active context
+    window_messages: int = 20
+    nudge_threshold_turns: int = 120
+    session_idle_hours: int = 24
+    turn_retry_max: int = 5
+    tool_rounds_max: int = 4
+
+    # Memory
+    memory_cap: int = 50
+    memory_value_max_chars: int = 500
+    extract_min_messages: int = 6
+    extract_cooldown_hours: int = 4
+    extract_min_confidence: float = 0.6
+    extract_max_new: int = 8
+    consolidate_min_hours: int = 24
+    consolidate_min_sessions: int = 3
+    consolidate_min_memories: int = 5
+
+    # Model
+    model_provider: Literal["offline", "bedrock"] = "offline"
+    bedrock_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    allowed_model_ids: tuple[str, ...] = (
+        "anthropic.claude-3-5-haiku-20241022-v1:0",
+        "anthropic.claude-3-5-sonnet-20241022-v2:0",
+    )
+    json_protocol_model_prefixes: tuple[str, ...] = ("meta.llama", "mistral.mistral-7b")
+    model_max_tokens: int = 1024
+    model_temperature: float = 0.3
+    model_max_attempts: int = 4
+    model_read_timeout_seconds: int = 25
+    model_connect_timeout_seconds: int = 3
+
+    # HTTP
+    request_body_max_bytes: int = 262_144
+
+    # Idempotency
+    idempotency_ttl_seconds: int = 3600
+
+    @field_validator("allowed_model_ids", "json_protocol_model_prefixes", mode="before")
+    @classmethod
+    def _split_commas(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        values = {name: env[name.upper()] for name in cls.model_fields if name.upper() in env}
+        return cls.model_validate(values)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings.from_env(os.environ)

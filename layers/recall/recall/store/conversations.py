@@ -1,0 +1,233 @@
+"""The Conversations table: one item per thread under ``owner = <userId>#<projectId>``.
+
+The ``byRecency`` index sorts a caller's threads by ``recency``
+(``L#<updatedAt>#<id>`` live, ``A#…`` archived, ``D#…`` being deleted), so the newest
+page of either list is one query and a thread being deleted drops out of both.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from recall.domain.conversations import Conversation
+from recall.errors import Conflict, NotFound
+from recall.settings import Settings
+from recall.store.dynamodb import (
+    Item,
+    decode_cursor,
+    dynamodb_client,
+    encode_cursor,
+    from_item,
+    to_item,
+    to_value,
+    translate,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+BY_RECENCY = "byRecency"
+LIVE = "L#"
+ARCHIVED = "A#"
+DELETING = "D#"
+
+
+def owner_of(user_id: str, project_id: str) -> str:
+    return f"{user_id}#{project_id}"
+
+
+def conversation_key(user_id: str, project_id: str, conversation_id: str) -> Item:
+    return to_item({"owner": owner_of(user_id, project_id), "conversationId": conversation_id})
+
+
+def recency(archived: bool, updated_at: str, conversation_id: str) -> str:
+    return f"{ARCHIVED if archived else LIVE}{updated_at}#{conversation_id}"
+
+
+def conversation_item(conversation: Conversation) -> Item:
+    return to_item(
+        {
+            "owner": owner_of(conversation.user_id, conversation.project_id),
+            "conversationId": conversation.conversation_id,
+            "title": conversation.title,
+            "model": conversation.model,
+            "archived": conversation.archived,
+            "messageCount": conversation.message_count,
+            "turnCount": conversation.turn_count,
+            "createdAt": conversation.created_at,
+            "updatedAt": conversation.updated_at,
+            "recency": recency(
+                conversation.archived, conversation.updated_at, conversation.conversation_id
+            ),
+        }
+    )
+
+
+def conversation_from(item: Item) -> Conversation | None:
+    """``None`` for a thread that is being deleted: to callers it is already gone."""
+    values = from_item(item)
+    if values.get("deleting"):
+        return None
+    user_id, project_id = values["owner"].split("#", 1)
+    return Conversation(
+        user_id=user_id,
+        project_id=project_id,
+        conversation_id=values["conversationId"],
+        title=values["title"],
+        model=values.get("model"),
+        archived=values.get("archived", False),
+        message_count=values.get("messageCount", 0),
+        turn_count=values.get("turnCount", 0),
+        created_at=values["createdAt"],
+        updated_at=values["updatedAt"],
+    )
+
+
+class ConversationStore:
+    def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
+        self._table = settings.conversations_table
+        self._client = client
+
+    @property
+    def client(self) -> DynamoDBClient:
+        return self._client or dynamodb_client()
+
+    @property
+    def table(self) -> str:
+        return self._table
+
+    def create(self, conversation: Conversation) -> None:
+        try:
+            self.client.put_item(**self.create_request(conversation))
+        except ClientError as exc:
+            raise translate(exc, "A conversation with this id already exists.") from exc
+
+    def create_request(self, conversation: Conversation) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "Item": conversation_item(conversation),
+            "ConditionExpression": "attribute_not_exists(#sk)",
+            "ExpressionAttributeNames": {"#sk": "conversationId"},
+        }
+
+    def get(self, user_id: str, project_id: str, conversation_id: str) -> Conversation | None:
+        item = self.client.get_item(
+            TableName=self._table,
+            Key=conversation_key(user_id, project_id, conversation_id),
+            ConsistentRead=True,
+        ).get("Item")
+        return conversation_from(item) if item else None
+
+    def page(
+        self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
+    ) -> tuple[list[Conversation], str | None]:
+        """The caller's threads, most recently updated first."""
+        owner = owner_of(user_id, project_id)
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": BY_RECENCY,
+            "KeyConditionExpression": "#owner = :owner AND begins_with(#recency, :prefix)",
+            "ExpressionAttributeNames": {"#owner": "owner", "#recency": "recency"},
+            "ExpressionAttributeValues": {
+                ":owner": to_value(owner),
+                ":prefix": to_value(ARCHIVED if archived else LIVE),
+            },
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if cursor:
+            start = decode_cursor(cursor, {"recency", "conversationId"})
+            query["ExclusiveStartKey"] = to_item({"owner": owner, **start})
+        result = self.client.query(**query)
+        rows = [row for row in map(conversation_from, result["Items"]) if row is not None]
+        last = result.get("LastEvaluatedKey")
+        next_cursor = None
+        if last:
+            values = from_item(last)
+            next_cursor = encode_cursor(
+                {"recency": values["recency"], "conversationId": values["conversationId"]}
+            )
+        return rows, next_cursor
+
+    def latest(self, user_id: str, project_id: str) -> Conversation | None:
+        rows, _ = self.page(user_id, project_id, archived=False, limit=1, cursor=None)
+        return rows[0] if rows else None
+
+    def update(self, conversation: Conversation) -> Conversation:
+        """Write a thread's title, archive flag and updatedAt (which moves it in its list)."""
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=conversation_key(
+                    conversation.user_id, conversation.project_id, conversation.conversation_id
+                ),
+                UpdateExpression=(
+                    "SET #title = :title, #archived = :archived, #updatedAt = :updatedAt,"
+                    " #recency = :recency"
+                ),
+                ConditionExpression="attribute_exists(#sk) AND attribute_not_exists(#deleting)",
+                ExpressionAttributeNames={
+                    "#sk": "conversationId",
+                    "#deleting": "deleting",
+                    "#title": "title",
+                    "#archived": "archived",
+                    "#updatedAt": "updatedAt",
+                    "#recency": "recency",
+                },
+                ExpressionAttributeValues={
+                    ":title": to_value(conversation.title),
+                    ":archived": to_value(conversation.archived),
+                    ":updatedAt": to_value(conversation.updated_at),
+                    ":recency": to_value(
+                        recency(
+                            conversation.archived,
+                            conversation.updated_at,
+                            conversation.conversation_id,
+                        )
+                    ),
+                },
+            )
+        except ClientError as exc:
+            raise _missing_if_conflict(exc) from exc
+        return conversation
+
+    def mark_deleting(self, user_id: str, project_id: str, conversation_id: str) -> None:
+        """Hide the thread first, so a delete that stops half-way can simply be retried."""
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=conversation_key(user_id, project_id, conversation_id),
+                UpdateExpression="SET #deleting = :true, #recency = :recency",
+                ConditionExpression="attribute_exists(#sk)",
+                ExpressionAttributeNames={
+                    "#sk": "conversationId",
+                    "#deleting": "deleting",
+                    "#recency": "recency",
+                },
+                ExpressionAttributeValues={
+                    ":true": to_value(True),
+                    ":recency": to_value(f"{DELETING}{conversation_id}"),
+                },
+            )
+        except ClientError as exc:
+            raise _missing_if_conflict(exc) from exc
+
+    def is_deleting(self, user_id: str, project_id: str, conversation_id: str) -> bool:
+        item = self.client.get_item(
+            TableName=self._table,
+            Key=conversation_key(user_id, project_id, conversation_id),
+            ConsistentRead=True,
+        ).get("Item")
+        return bool(item) and bool(from_item(item).get("deleting"))
+
+    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
+        self.client.delete_item(
+            TableName=self._table, Key=conversation_key(user_id, project_id, conversation_id)
+        )
+
+
+def _missing_if_conflict(exc: ClientError) -> Exception:
+    error = translate(exc)
+    return NotFound("No such conversation.") if isinstance(error, Conflict) else error
