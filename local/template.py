@@ -83,7 +83,7 @@ def _resolve(value: Any, parameters: dict[str, str]) -> str:
         ref = value["Ref"]
         if ref in parameters:
             return parameters[ref]
-        return table_names().get(ref, ref)
+        return str(table_names().get(ref, ref))
     return str(value)
 
 

@@ -35,7 +35,7 @@ def list_conversations(
 ) -> ConversationList:
     settings = get_settings()
     size = page_size(limit, settings.conversations_page_default, settings.conversations_page_max)
-    rows, next_cursor = conversation_service().list(
+    rows, next_cursor = conversation_service().list_conversations(
         caller_id(app), projectId, archived, size, cursor
     )
     return ConversationList(

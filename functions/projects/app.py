@@ -44,7 +44,7 @@ def list_projects(
     cursor: Annotated[str | None, Query()] = None,
 ) -> ProjectList:
     settings = get_settings()
-    rows, next_cursor = project_service().list(
+    rows, next_cursor = project_service().list_projects(
         caller_id(app),
         page_size(limit, settings.projects_page_max, settings.projects_page_max),
         cursor,

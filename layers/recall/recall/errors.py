@@ -40,3 +40,15 @@ class Invalid(DomainError):
 
 class Throttled(DomainError):
     code = "throttled"
+
+
+class ModelFailed(DomainError):
+    """The model failed during a turn, after the turn saved what it could: the user's
+    message and an assistant message with status ``error``. ``status`` is 502, 503 or 504."""
+
+    def __init__(
+        self, message: str, status: int, code: str, details: list[dict[str, Any]] | None = None
+    ) -> None:
+        super().__init__(message, details)
+        self.status = status
+        self.code = code

@@ -39,6 +39,7 @@ class Settings(BaseModel):
 
     # Active context
     window_messages: int = 20
+    window_max_bytes: int = 300_000
     nudge_threshold_turns: int = 120
     session_idle_hours: int = 24
     turn_retry_max: int = 5
@@ -57,6 +58,7 @@ class Settings(BaseModel):
 
     # Model
     model_provider: Literal["offline", "bedrock"] = "offline"
+    offline_model_id: str = "recall-offline"
     bedrock_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     allowed_model_ids: tuple[str, ...] = (
         "anthropic.claude-3-5-haiku-20241022-v1:0",
@@ -81,6 +83,13 @@ class Settings(BaseModel):
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    @property
+    def default_model_id(self) -> str:
+        return self.offline_model_id if self.model_provider == "offline" else self.bedrock_model_id
+
+    def model_allowed(self, model_id: str) -> bool:
+        return model_id in self.allowed_model_ids or model_id == self.default_model_id
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:

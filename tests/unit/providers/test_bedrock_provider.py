@@ -11,7 +11,6 @@ from typing import Any
 from unittest import mock
 
 import boto3
-import pytest
 from botocore.config import Config
 from botocore.exceptions import (
     ConnectionClosedError,
@@ -20,6 +19,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 from botocore.stub import Stubber
+import pytest
 
 from recall.domain.prompt import (
     ModelError,
@@ -33,7 +33,6 @@ from recall.domain.prompt import (
     ToolResult,
 )
 from recall.domain.tools import MEMORY_TOOLS
-from recall.providers import bedrock as bedrock_module
 from recall.providers.bedrock import WINDOW_OPENING, BedrockProvider
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -366,7 +365,9 @@ def test_tool_history_without_tools_is_sent_as_text(
                 role="assistant",
                 tool_calls=[ToolCall(id="tu-3", name="save_preference", input={"key": "serif"})],
             ),
-            PromptMessage(role="user", tool_results=[ToolResult(tool_call_id="tu-3", content="ok")]),
+            PromptMessage(
+                role="user", tool_results=[ToolResult(tool_call_id="tu-3", content="ok")]
+            ),
         ],
     )
     stubber.add_response(
@@ -450,7 +451,9 @@ def test_each_bedrock_error_code_maps_to_its_model_error(
     # When
     with pytest.raises(ModelError) as caught:
         provider.converse(
-            ModelRequest(model_id=MODEL, system=[], messages=[PromptMessage(role="user", text="Hi")])
+            ModelRequest(
+                model_id=MODEL, system=[], messages=[PromptMessage(role="user", text="Hi")]
+            )
         )
 
     # Then
@@ -473,12 +476,16 @@ def test_transport_failures_map_to_timeout_or_model_error(
     provider: BedrockProvider, client: Any, failure: Exception, error_type: type[ModelError]
 ) -> None:
     # Given
-    request = ModelRequest(model_id=MODEL, system=[], messages=[PromptMessage(role="user", text="Hi")])
+    request = ModelRequest(
+        model_id=MODEL, system=[], messages=[PromptMessage(role="user", text="Hi")]
+    )
 
     # When
-    with mock.patch.object(client, "_make_api_call", side_effect=failure):
-        with pytest.raises(ModelError) as caught:
-            provider.converse(request)
+    with (
+        mock.patch.object(client, "_make_api_call", side_effect=failure),
+        pytest.raises(ModelError) as caught,
+    ):
+        provider.converse(request)
 
     # Then
     assert type(caught.value) is error_type
@@ -504,13 +511,15 @@ def test_read_timeout_during_send_ends_in_model_timeout() -> None:
     # When / Then
     with pytest.raises(ModelTimeout):
         BedrockProvider(client).converse(
-            ModelRequest(model_id=MODEL, system=[], messages=[PromptMessage(role="user", text="Hi")])
+            ModelRequest(
+                model_id=MODEL, system=[], messages=[PromptMessage(role="user", text="Hi")]
+            )
         )
 
 
 def test_client_is_created_lazily_with_adaptive_retries_and_timeouts() -> None:
     # Given
-    with mock.patch.object(bedrock_module.boto3, "client") as make_client:
+    with mock.patch("recall.providers.bedrock.boto3.client") as make_client:
         provider = BedrockProvider(max_attempts=4, read_timeout=12.0, connect_timeout=2.0)
         assert make_client.call_count == 0
 
@@ -521,7 +530,7 @@ def test_client_is_created_lazily_with_adaptive_retries_and_timeouts() -> None:
     # Then
     assert first is second
     make_client.assert_called_once()
-    service, = make_client.call_args.args
+    (service,) = make_client.call_args.args
     config = make_client.call_args.kwargs["config"]
     assert service == "bedrock-runtime"
     assert config.retries == {"mode": "adaptive", "max_attempts": 4}

@@ -33,7 +33,9 @@ class ScriptedModel:
     def converse(self, request: ModelRequest) -> ModelReply:
         self.requests.append(request)
         return ModelReply(
-            text=self.text, usage=Usage(input_tokens=7, output_tokens=3), stop_reason=self.stop_reason
+            text=self.text,
+            usage=Usage(input_tokens=7, output_tokens=3),
+            stop_reason=self.stop_reason,
         )
 
 
@@ -84,7 +86,9 @@ def test_remember_becomes_a_save_preference_call() -> None:
 
 
 def test_remember_without_category_or_scope_gets_the_defaults() -> None:
-    reply = answer('{"reply": "ok", "updates": {"remember": {"key": "Store Name", "value": "Crumb"}}}')
+    reply = answer(
+        '{"reply": "ok", "updates": {"remember": {"key": "Store Name", "value": "Crumb"}}}'
+    )
 
     assert reply.tool_calls[0].input == {
         "key": "store_name",
@@ -95,7 +99,9 @@ def test_remember_without_category_or_scope_gets_the_defaults() -> None:
 
 
 def test_forget_becomes_a_forget_preference_call() -> None:
-    reply = answer('{"reply": "Forgotten.", "updates": {"forget": {"key": "tone", "scope": "thread"}}}')
+    reply = answer(
+        '{"reply": "Forgotten.", "updates": {"forget": {"key": "tone", "scope": "thread"}}}'
+    )
 
     assert [(c.name, c.input) for c in reply.tool_calls] == [
         (FORGET_PREFERENCE, {"key": "tone", "scope": "thread"})
@@ -216,7 +222,9 @@ def test_offline_model_behind_the_protocol_answers_in_plain_text() -> None:
     assert reply.text.startswith("I can see 0 memory entries")
 
 
-@pytest.mark.parametrize(("name", "kind"), [("offline", OfflineProvider), (" Bedrock ", BedrockProvider)])
+@pytest.mark.parametrize(
+    ("name", "kind"), [("offline", OfflineProvider), (" Bedrock ", BedrockProvider)]
+)
 def test_new_provider_chooses_by_name(name: str, kind: type) -> None:
     assert isinstance(new_provider(name), kind)
 

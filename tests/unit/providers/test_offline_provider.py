@@ -25,7 +25,9 @@ launch_date: the store opens on 1 June
 SYSTEM = ["You are a store-building assistant.", "Tool instructions.", MEMORY]
 
 
-def request(*messages: PromptMessage, tools: bool = True, system: list[str] = SYSTEM) -> ModelRequest:
+def request(
+    *messages: PromptMessage, tools: bool = True, system: list[str] = SYSTEM
+) -> ModelRequest:
     return ModelRequest(
         model_id="offline",
         system=system,
@@ -35,11 +37,11 @@ def request(*messages: PromptMessage, tools: bool = True, system: list[str] = SY
 
 
 def user(text: str = "", **fields: object) -> PromptMessage:
-    return PromptMessage(role="user", text=text, **fields)  # type: ignore[arg-type]
+    return PromptMessage(role="user", text=text, **fields)
 
 
 def assistant(text: str = "", **fields: object) -> PromptMessage:
-    return PromptMessage(role="assistant", text=text, **fields)  # type: ignore[arg-type]
+    return PromptMessage(role="assistant", text=text, **fields)
 
 
 @pytest.fixture
@@ -77,7 +79,8 @@ def test_never_statement_is_saved_as_forbidden(provider: OfflineProvider) -> Non
 
 
 @pytest.mark.parametrize(
-    "text", ["Don't use exclamation marks", "do not show prices without VAT", "NEVER autoplay video"]
+    "text",
+    ["Don't use exclamation marks", "do not show prices without VAT", "NEVER autoplay video"],
 )
 def test_dont_and_do_not_are_forbidden_too(provider: OfflineProvider, text: str) -> None:
     assert only_call(provider, text).input["category"] == "forbidden"
@@ -111,7 +114,9 @@ def test_never_forget_is_a_rule_to_follow_not_a_forbidden_thing(provider: Offlin
 
 
 def test_each_stated_rule_in_one_message_gets_its_own_call(provider: OfflineProvider) -> None:
-    reply = provider.converse(request(user("Hi! Don't use stock photos. Always use a green palette.")))
+    reply = provider.converse(
+        request(user("Hi! Don't use stock photos. Always use a green palette."))
+    )
 
     assert [call.input["key"] for call in reply.tool_calls] == ["no_stock_photos", "green_palette"]
     assert len({call.id for call in reply.tool_calls}) == 2
@@ -160,7 +165,9 @@ def test_reply_counts_memory_entries_and_earlier_messages(provider: OfflineProvi
 
     # Then
     assert reply.stop_reason == "end_turn"
-    assert reply.text.startswith("I can see 4 memory entries and 4 earlier messages in this window.")
+    assert reply.text.startswith(
+        "I can see 4 memory entries and 4 earlier messages in this window."
+    )
 
 
 def test_reply_quotes_the_entry_sharing_most_words(provider: OfflineProvider) -> None:

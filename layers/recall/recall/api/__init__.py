@@ -16,6 +16,7 @@ from recall.errors import (
     DomainError,
     Forbidden,
     Invalid,
+    ModelFailed,
     NotFound,
     Throttled,
     TooLarge,
@@ -47,9 +48,11 @@ def error_response(
 
 
 def _status_of(error: DomainError) -> int:
+    if isinstance(error, ModelFailed):
+        return error.status
     for kind in type(error).__mro__:
         if kind in STATUS:
-            return STATUS[kind]  # type: ignore[index]
+            return STATUS[kind]
     return 400
 
 
@@ -87,11 +90,9 @@ def new_resolver() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     app.use(middlewares=[_limit_body_size])
 
-    @app.exception_handler(DomainError)
     def _domain_error(error: DomainError) -> Response[Any]:
         return error_response(_status_of(error), error.code, error.message, error.details)
 
-    @app.exception_handler(RequestValidationError)
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
         errors = list(error.errors())
         if any(item.get("type") == "json_invalid" for item in errors):
@@ -104,11 +105,13 @@ def new_resolver() -> APIGatewayHttpResolver:
     def _no_route(error: NotFoundError) -> Response[Any]:
         return error_response(404, NotFound.code, "No such route.")
 
-    @app.exception_handler(Exception)
     def _unexpected(error: Exception) -> Response[Any]:
         logger.exception("unexpected error")
         return error_response(500, "internal_error", "Something went wrong on our side.")
 
+    app.exception_handler(DomainError)(_domain_error)
+    app.exception_handler(RequestValidationError)(_invalid_request)
+    app.exception_handler(Exception)(_unexpected)
     return app
 
 

@@ -28,6 +28,7 @@ class Conversation(BaseModel):
     archived: bool = False
     message_count: int = 0
     turn_count: int = 0
+    cleared_after: str | None = None
     created_at: str
     updated_at: str
 

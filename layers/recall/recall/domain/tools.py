@@ -29,7 +29,7 @@ _SCOPE_SCHEMA: Final[dict[str, Any]] = {
     "type": "string",
     "enum": list(MEMORY_SCOPES),
     "default": DEFAULT_SCOPE,
-    "description": "persistent: every conversation of this project; thread: this conversation only.",
+    "description": "persistent: every conversation in the project; thread: this one only.",
 }
 
 SAVE_PREFERENCE_SPEC: Final = ToolSpec(

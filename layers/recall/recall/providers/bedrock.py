@@ -71,7 +71,7 @@ _STOP_REASONS: Final[dict[str, StopReason]] = {
 
 # Converse rejects a conversation that opens with the assistant; a window cut from the
 # middle of a thread can, so it gets this neutral opening instead of losing a message.
-WINDOW_OPENING: Final = "(earlier messages of this conversation are summarised above)"
+WINDOW_OPENING: Final = "(the earlier messages of this conversation are not shown)"
 EMPTY_TOOL_RESULT: Final = "(no output)"
 
 Role = Literal["user", "assistant"]

@@ -36,7 +36,7 @@ class ConversationService:
         self._sessions = sessions
         self._memories = memories
 
-    def list(
+    def list_conversations(
         self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
     ) -> tuple[list[tuple[Conversation, Period]], str | None]:
         self._access.require(user_id, project_id, Role.VIEWER)

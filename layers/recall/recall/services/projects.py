@@ -43,7 +43,7 @@ class ProjectService:
         logger.info("project created", extra={"project_id": project.project_id})
         return project
 
-    def list(
+    def list_projects(
         self, user_id: str, limit: int, cursor: str | None
     ) -> tuple[list[tuple[Project, Role]], str | None]:
         return self._projects.projects_of(user_id, limit, cursor)

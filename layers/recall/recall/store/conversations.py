@@ -56,6 +56,7 @@ def conversation_item(conversation: Conversation) -> Item:
             "archived": conversation.archived,
             "messageCount": conversation.message_count,
             "turnCount": conversation.turn_count,
+            "clearedAfter": conversation.cleared_after,
             "createdAt": conversation.created_at,
             "updatedAt": conversation.updated_at,
             "recency": recency(
@@ -80,6 +81,7 @@ def conversation_from(item: Item) -> Conversation | None:
         archived=values.get("archived", False),
         message_count=values.get("messageCount", 0),
         turn_count=values.get("turnCount", 0),
+        cleared_after=values.get("clearedAfter"),
         created_at=values["createdAt"],
         updated_at=values["updatedAt"],
     )
@@ -193,6 +195,61 @@ class ConversationStore:
             raise _missing_if_conflict(exc) from exc
         return conversation
 
+    def turn_update_request(
+        self, conversation: Conversation, added_messages: int, model: str, updated_at: str
+    ) -> dict[str, Any]:
+        """The counters a turn moves, for the turn's transaction; fails if the thread was
+        deleted meanwhile."""
+        return {
+            "TableName": self._table,
+            "Key": conversation_key(
+                conversation.user_id, conversation.project_id, conversation.conversation_id
+            ),
+            "UpdateExpression": (
+                "SET #updatedAt = :updatedAt, #recency = :recency, #model = :model"
+                " ADD #messageCount :added, #turnCount :one"
+            ),
+            "ConditionExpression": "attribute_exists(#sk) AND attribute_not_exists(#deleting)",
+            "ExpressionAttributeNames": {
+                "#sk": "conversationId",
+                "#deleting": "deleting",
+                "#updatedAt": "updatedAt",
+                "#recency": "recency",
+                "#model": "model",
+                "#messageCount": "messageCount",
+                "#turnCount": "turnCount",
+            },
+            "ExpressionAttributeValues": {
+                ":updatedAt": to_value(updated_at),
+                ":recency": to_value(
+                    recency(conversation.archived, updated_at, conversation.conversation_id)
+                ),
+                ":model": to_value(model),
+                ":added": to_value(added_messages),
+                ":one": to_value(1),
+            },
+        }
+
+    def mark_cleared(
+        self, user_id: str, project_id: str, conversation_id: str, marker: str
+    ) -> None:
+        """The durable copy of the clear-context marker, which outlives a pruned session."""
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=conversation_key(user_id, project_id, conversation_id),
+                UpdateExpression="SET #clearedAfter = :marker",
+                ConditionExpression="attribute_exists(#sk) AND attribute_not_exists(#deleting)",
+                ExpressionAttributeNames={
+                    "#sk": "conversationId",
+                    "#deleting": "deleting",
+                    "#clearedAfter": "clearedAfter",
+                },
+                ExpressionAttributeValues={":marker": to_value(marker)},
+            )
+        except ClientError as exc:
+            raise _missing_if_conflict(exc) from exc
+
     def mark_deleting(self, user_id: str, project_id: str, conversation_id: str) -> None:
         """Hide the thread first, so a delete that stops half-way can simply be retried."""
         try:
@@ -213,14 +270,6 @@ class ConversationStore:
             )
         except ClientError as exc:
             raise _missing_if_conflict(exc) from exc
-
-    def is_deleting(self, user_id: str, project_id: str, conversation_id: str) -> bool:
-        item = self.client.get_item(
-            TableName=self._table,
-            Key=conversation_key(user_id, project_id, conversation_id),
-            ConsistentRead=True,
-        ).get("Item")
-        return bool(item) and bool(from_item(item).get("deleting"))
 
     def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
         self.client.delete_item(

@@ -206,9 +206,8 @@ class ProjectStore:
             for item in result["Responses"].get(self._table, []):
                 project = _project_from(item)
                 found[project.project_id] = project
-            keys = keys[100:] + list(
-                result.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
-            )
+            unprocessed: Any = result.get("UnprocessedKeys", {}).get(self._table)
+            keys = keys[100:] + list(unprocessed["Keys"] if unprocessed else [])
         return found
 
     def members(self, project_id: str) -> list[Member]:

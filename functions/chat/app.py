@@ -1,0 +1,81 @@
+"""Chat turns: POST /projects/{projectId}/chat, and for one thread
+POST …/clear-context and GET …/context (what the next turn would send)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from recall.api import caller_id, new_resolver
+from recall.api.chat import ChatReply, ChatRequest, ClearedView, ContextPreview, answer_once
+from recall.errors import ModelFailed
+from recall.observability import logger, metrics, tracer
+from recall.settings import get_settings
+from recall.wiring import chat_service
+
+app = new_resolver()
+
+
+@app.post("/projects/<projectId>/chat")
+def chat(projectId: str, body: ChatRequest) -> Response[Any]:
+    user_id = caller_id(app)
+
+    def turn() -> dict[str, Any]:
+        try:
+            outcome = chat_service().turn(
+                user_id, projectId, body.message, body.conversation_id, body.model
+            )
+        except ModelFailed as failure:
+            return {
+                "status": failure.status,
+                "body": {
+                    "error": {
+                        "code": failure.code,
+                        "message": failure.message,
+                        "details": failure.details,
+                    }
+                },
+            }
+        logger.info(
+            "turn answered",
+            extra={
+                "conversation_id": outcome.conversation.conversation_id,
+                "created": outcome.created,
+            },
+        )
+        return {"status": 200, "body": ChatReply.of(outcome).model_dump(by_alias=True, mode="json")}
+
+    answer = answer_once(
+        get_settings(),
+        app.lambda_context,
+        app.current_event.headers.get("idempotency-key"),
+        {"user": user_id, "project": projectId},
+        body.model_dump(mode="json"),
+        turn,
+    )
+    return Response(
+        status_code=answer["status"],
+        content_type=content_types.APPLICATION_JSON,
+        body=answer["body"],
+    )
+
+
+@app.post("/projects/<projectId>/conversations/<conversationId>/clear-context")
+def clear_context(projectId: str, conversationId: str) -> ClearedView:
+    marker = chat_service().clear_context(caller_id(app), projectId, conversationId)
+    return ClearedView(conversation_id=conversationId, cleared_after=marker)
+
+
+@app.get("/projects/<projectId>/conversations/<conversationId>/context")
+def preview_context(projectId: str, conversationId: str) -> ContextPreview:
+    return ContextPreview.of(*chat_service().preview(caller_id(app), projectId, conversationId))
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,171 @@
+"""Bodies of the chat routes, and the idempotent reply of a turn."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import Field
+
+from recall.api.models import Body, MessageView, UsageView, View
+from recall.domain.context import TurnContext
+from recall.domain.prompt import ModelRequest
+from recall.errors import Conflict, Invalid
+from recall.services.chat import TurnOutcome
+from recall.settings import Settings
+from recall.store.idempotency import persistence_layer
+
+
+class ChatRequest(Body):
+    message: str = Field(max_length=200_000)
+    conversation_id: str | None = Field(
+        default=None, description='A thread id, "latest", or nothing to start a new thread.'
+    )
+    model: str | None = None
+
+
+class TurnConversationView(View):
+    id: str
+    title: str
+    created: bool
+
+
+class SavedMemoryView(View):
+    key: str
+    value: str
+    category: str
+    scope: str
+
+
+class NudgeView(View):
+    show: bool
+    turns: int
+    threshold: int
+
+
+class ChatReply(View):
+    conversation: TurnConversationView
+    message: MessageView
+    memories_saved: list[SavedMemoryView]
+    memories_forgotten: list[str]
+    nudge: NudgeView
+    usage: UsageView
+
+    @classmethod
+    def of(cls, outcome: TurnOutcome) -> ChatReply:
+        return cls(
+            conversation=TurnConversationView(
+                id=outcome.conversation.conversation_id,
+                title=outcome.conversation.title,
+                created=outcome.created,
+            ),
+            message=MessageView.of(outcome.message),
+            memories_saved=[
+                SavedMemoryView(
+                    key=entry.key, value=entry.value, category=entry.category, scope=entry.scope
+                )
+                for entry in outcome.memories_saved
+            ],
+            memories_forgotten=outcome.memories_forgotten,
+            nudge=NudgeView(
+                show=outcome.nudge.show,
+                turns=outcome.nudge.turns,
+                threshold=outcome.nudge.threshold,
+            ),
+            usage=UsageView(
+                input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens
+            ),
+        )
+
+
+class WindowMessageView(View):
+    role: str
+    content: str
+
+
+class ContextPreview(View):
+    model: str
+    system: list[str]
+    tool_instructions: str
+    memory_block: str
+    project_context: str
+    summary: str
+    window: list[WindowMessageView]
+    tools: list[str]
+    token_estimate: int
+
+    @classmethod
+    def of(cls, context: TurnContext, request: ModelRequest, tokens: int) -> ContextPreview:
+        return cls(
+            model=request.model_id,
+            system=request.system,
+            tool_instructions=context.tool_instructions,
+            memory_block=context.memory_block,
+            project_context=context.project_context,
+            summary=context.summary,
+            window=[
+                WindowMessageView(role=message.role, content=message.text)
+                for message in request.messages
+            ],
+            tools=[tool.name for tool in request.tools],
+            token_estimate=tokens,
+        )
+
+
+class ClearedView(View):
+    conversation_id: str
+    cleared_after: str
+
+
+Answer = dict[str, Any]
+
+
+def answer_once(
+    settings: Settings,
+    context: LambdaContext | None,
+    idempotency_key: str | None,
+    scope: dict[str, str],
+    payload: dict[str, Any],
+    produce: Callable[[], Answer],
+) -> Answer:
+    """``produce`` once per caller, project and ``Idempotency-Key``: a retry gets the first
+    answer (a failed turn's too, since its messages were saved) and stores nothing twice."""
+    if not idempotency_key:
+        return produce()
+    if len(idempotency_key) > 255:
+        raise Invalid(
+            "An Idempotency-Key is at most 255 characters.",
+            [{"field": "Idempotency-Key", "message": "at most 255 characters"}],
+        )
+    config = IdempotencyConfig(
+        event_key_jmespath="[user, project, key]",
+        payload_validation_jmespath="payload",
+        expires_after_seconds=settings.idempotency_ttl_seconds,
+    )
+    if context is not None:
+        config.register_lambda_context(context)
+
+    def run(request: dict[str, Any]) -> Answer:
+        return produce()
+
+    once = idempotent_function(
+        data_keyword_argument="request",
+        persistence_store=persistence_layer(settings.idempotency_table),
+        config=config,
+    )(run)
+    try:
+        answer: Answer = once(request={**scope, "key": idempotency_key, "payload": payload})
+    except IdempotencyValidationError as exc:
+        raise Invalid(
+            "This Idempotency-Key was used with a different request body.",
+            [{"field": "Idempotency-Key", "message": "reuse a key only to retry the same request"}],
+        ) from exc
+    except IdempotencyAlreadyInProgressError as exc:
+        raise Conflict("A request with this Idempotency-Key is still in progress.") from exc
+    return answer

@@ -1,0 +1,102 @@
+"""Assembling what the model receives for a turn, in DESIGN.md's order: system text, tool
+instructions, the memory block, project context, the rolling summary, the window, the new
+message. The turn and the context preview both call ``assemble``, so the preview is exact."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pydantic import BaseModel
+
+from recall.domain.messages import Message
+from recall.domain.projects import Project
+from recall.domain.prompt import ModelRequest, PromptMessage, ToolSpec
+from recall.domain.session import as_prompt
+from recall.domain.tools import MEMORY_TOOLS, TOOL_INSTRUCTIONS
+
+SYSTEM_TEXT = (
+    "You are the assistant inside this product. Follow the project memory below as standing "
+    "instructions for every reply: brand rules shape tone, preferences shape choices, and "
+    "forbidden entries are never done. Be concise and concrete."
+)
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+
+
+def _neutral(text: str) -> str:
+    """One line of plain text that cannot open or close a block."""
+    return _UNSAFE.sub(" ", text).replace("<", "‹").replace(">", "›").strip()
+
+
+def render_project_context(project: Project) -> str:
+    lines = [f"name: {_neutral(project.name)}"]
+    lines += [f"{_neutral(key)}: {_neutral(str(value))}" for key, value in project.context.items()]
+    return "<project_context>\n" + "\n".join(lines) + "\n</project_context>"
+
+
+def render_summary(summary: str) -> str:
+    return (
+        f"<conversation_summary>\n{_neutral(summary)}\n</conversation_summary>" if summary else ""
+    )
+
+
+class TurnContext(BaseModel):
+    """The parts of a request, kept apart so the preview can show each one."""
+
+    system_text: str
+    tool_instructions: str
+    memory_block: str
+    project_context: str
+    summary: str
+    window: list[Message]
+
+    def system(self) -> list[str]:
+        parts = [
+            self.system_text,
+            self.tool_instructions,
+            self.memory_block,
+            self.project_context,
+            self.summary,
+        ]
+        return [part for part in parts if part]
+
+
+def turn_context(
+    project: Project, memory_block: str, summary: str, window: list[Message]
+) -> TurnContext:
+    return TurnContext(
+        system_text=SYSTEM_TEXT,
+        tool_instructions=TOOL_INSTRUCTIONS,
+        memory_block=memory_block,
+        project_context=render_project_context(project),
+        summary=render_summary(summary),
+        window=window,
+    )
+
+
+def assemble(
+    context: TurnContext,
+    new_message: str,
+    model_id: str,
+    max_tokens: int,
+    temperature: float,
+    tools: list[ToolSpec] | None = None,
+) -> ModelRequest:
+    messages = [*as_prompt(context.window), PromptMessage(role="user", text=new_message)]
+    return ModelRequest(
+        model_id=model_id,
+        system=context.system(),
+        messages=messages,
+        tools=MEMORY_TOOLS if tools is None else tools,
+        max_tokens=max_tokens,
+        temperature=temperature,
+    )
+
+
+def token_estimate(request: ModelRequest) -> int:
+    """About four characters a token: enough to warn before a window grows too large."""
+    characters = sum(len(part) for part in request.system)
+    characters += sum(len(message.text) for message in request.messages)
+    characters += sum(len(tool.description) + len(str(tool.input_schema)) for tool in request.tools)
+    return math.ceil(characters / 4)

@@ -1,0 +1,19 @@
+"""The idempotency table, through Powertools' own DynamoDB persistence layer. It gets a
+client of its own so a turn's DynamoDB requests and its idempotency bookkeeping can be
+told apart (and counted apart)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import boto3
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from botocore.config import Config
+
+
+@lru_cache(maxsize=4)
+def persistence_layer(table: str) -> DynamoDBPersistenceLayer:
+    client = boto3.client(
+        "dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 4})
+    )
+    return DynamoDBPersistenceLayer(table_name=table, boto3_client=client)

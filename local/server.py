@@ -1,0 +1,262 @@
+"""The whole API on one machine (``make dev``): each HTTP request becomes the HTTP API
+(payload v2) event API Gateway would send, routed by ``template.yaml`` and handled by the
+real function code in-process, over the embedded DynamoDB.
+
+Local auth mimics the JWT authorizer's outcomes (401 without a usable token, the ``sub``
+claim as the caller) but never checks a signature: anyone can mint a token, so this
+server is for local use only."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from types import FrameType
+from typing import Any
+import warnings
+
+from local import embedded, runtime, template
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 3000
+NOT_FOUND = {"message": "Not Found"}
+UNAUTHORIZED = {"message": "Unauthorized"}
+INTERNAL_ERROR = {"message": "Internal Server Error"}
+AUTH_WARNING = (
+    "Local auth reads the JWT's sub claim WITHOUT checking its signature: "
+    "for local use only, never expose this server."
+)
+
+
+def _b64url(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def demo_token(sub: str) -> str:
+    """An unsigned JWT for ``sub``: enough for this server, rejected by any real API."""
+    header = {"alg": "HS256", "typ": "JWT"}
+    claims = {"iss": "recall-local", "sub": sub}
+    return ".".join(
+        (
+            _b64url(json.dumps(header, separators=(",", ":")).encode()),
+            _b64url(json.dumps(claims, separators=(",", ":")).encode()),
+            _b64url(b"local-unsigned"),
+        )
+    )
+
+
+def subject_of(authorization: str | None, now: float | None = None) -> str | None:
+    """The ``sub`` of a bearer JWT, or None where API Gateway's JWT authorizer would answer
+    401: no token, not three parts, an unreadable payload, no ``sub``, or expired."""
+    if not authorization:
+        return None
+    token = authorization.strip()
+    if token[:7].lower() == "bearer ":
+        token = token[7:].strip()
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = parts[1] + "=" * (-len(parts[1]) % 4)
+        claims = json.loads(base64.urlsafe_b64decode(payload))
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(claims, dict):
+        return None
+    expires = claims.get("exp")
+    if isinstance(expires, int | float) and expires <= (now or time.time()):
+        return None
+    subject = claims.get("sub")
+    return subject if isinstance(subject, str) and subject.strip() else None
+
+
+@cache
+def open_routes() -> frozenset[str]:
+    """Route keys whose template event opts out of the default authorizer."""
+    found = set()
+    for resource in template.resources("AWS::Serverless::Function").values():
+        for event in resource["Properties"].get("Events", {}).values():
+            properties = event.get("Properties", {})
+            if event["Type"] == "HttpApi" and (
+                properties.get("Auth", {}).get("Authorizer") == "NONE"
+            ):
+                found.add(f"{properties['Method'].upper()} {properties['Path']}")
+    return frozenset(found)
+
+
+@dataclass
+class Reply:
+    """What goes back on the wire: API Gateway's reading of a Lambda's v2 response."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    cookies: list[str] = field(default_factory=list)
+    body: bytes = b""
+
+    @classmethod
+    def of_json(cls, status: int, document: Any) -> Reply:
+        return cls(
+            status,
+            {"content-type": "application/json"},
+            [],
+            json.dumps(document, separators=(",", ":")).encode(),
+        )
+
+    @classmethod
+    def of(cls, result: Any) -> Reply:
+        """A dict with ``statusCode`` is a full response; anything else is a 200 JSON body,
+        as the HTTP API's payload v2 format infers."""
+        if not isinstance(result, dict) or "statusCode" not in result:
+            text = result if isinstance(result, str) else json.dumps(result)
+            return cls(200, {"content-type": "application/json"}, [], text.encode())
+        body = result.get("body") or ""
+        raw = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+        headers = {str(key): str(value) for key, value in (result.get("headers") or {}).items()}
+        for key, values in (result.get("multiValueHeaders") or {}).items():
+            headers[str(key)] = ",".join(str(value) for value in values)
+        return cls(int(result["statusCode"]), headers, list(result.get("cookies") or []), raw)
+
+
+# Lambda runs one event at a time per environment and the handlers keep per-event state in
+# module globals (the resolver's current event, the logger's keys), so invocations queue.
+_invoking = threading.Lock()
+
+
+def handle(method: str, target: str, headers: dict[str, str], body: bytes | None) -> Reply:
+    """One request through API Gateway's steps: route, authorize, build the event, invoke."""
+    path, _, query = target.partition("?")
+    found = runtime.match_route(method, path)
+    if found is None:
+        return Reply.of_json(404, NOT_FOUND)
+    route, _ = found
+    sub = None
+    if route.route_key not in open_routes():
+        sub = subject_of(headers.get("authorization"))
+        if sub is None:
+            return Reply.of_json(401, UNAUTHORIZED)
+    event = runtime.http_event(
+        method, path, body=body or None, headers=headers, query=query, sub=sub
+    )
+    cookie_header = event["headers"].pop("cookie", None)
+    if cookie_header:
+        event["cookies"] = [part.strip() for part in cookie_header.split(";") if part.strip()]
+    try:
+        with _invoking:
+            result = runtime.invoke(route.function, event)
+    except Exception:  # a crashed function is API Gateway's 500, and the server goes on
+        traceback.print_exc()
+        return Reply.of_json(500, INTERNAL_ERROR)
+    return Reply.of(result)
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    server_version = "RecallLocal/1"
+    protocol_version = "HTTP/1.1"
+
+    def _serve(self) -> None:
+        started = time.perf_counter()
+        headers: dict[str, str] = {}
+        for key, value in self.headers.items():
+            name = key.lower()
+            headers[name] = f"{headers[name]},{value}" if name in headers else value
+        length = int(headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else None
+        reply = handle(self.command, self.path, headers, body)
+        self.send_response(reply.status)
+        for key, value in reply.headers.items():
+            if key.lower() not in {"content-length", "connection", "transfer-encoding"}:
+                self.send_header(key, value)
+        for cookie in reply.cookies:
+            self.send_header("Set-Cookie", cookie)
+        self.send_header("Content-Length", str(len(reply.body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(reply.body)
+        elapsed = (time.perf_counter() - started) * 1000
+        print(f"{self.command} {self.path} {reply.status} {elapsed:.0f}ms", flush=True)
+
+    # http.server dispatches on do_<METHOD>; every method takes the same path.
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve  # noqa: N815
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silenced: ``_serve`` prints one shorter line per request."""
+
+
+@dataclass
+class LocalApi:
+    """A running server, its thread and the store it uses (stopped with it if it owns it)."""
+
+    server: ThreadingHTTPServer
+    thread: threading.Thread
+    store: embedded.EmbeddedStore
+    owns_store: bool
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+        if self.owns_store:
+            self.store.stop()
+
+
+def serve(port: int = 0, store: embedded.EmbeddedStore | None = None) -> LocalApi:
+    """Serve on ``port`` (0 picks a free one) in a background thread, over ``store`` or, when
+    none is given, a newly started embedded store."""
+    owns_store = store is None
+    active = store or embedded.start()
+    try:
+        server = ThreadingHTTPServer((HOST, port), _RequestHandler)
+    except OSError:
+        if owns_store:
+            active.stop()
+        raise
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="recall-local-api", daemon=True)
+    thread.start()
+    return LocalApi(server, thread, active, owns_store)
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    port = int(os.environ.get("PORT", DEFAULT_PORT))
+    warnings.filterwarnings("ignore", message="No application metrics")
+    print(AUTH_WARNING, flush=True)
+    try:
+        api = serve(port)
+    except OSError as exc:
+        print(f"cannot listen on {HOST}:{port}: {exc.strerror}; set PORT", file=sys.stderr)
+        return 1
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    print(
+        f"Recall API ready on {api.url} (Ctrl-C stops) - try: "
+        f"curl -H 'Authorization: Bearer {demo_token('demo-user')}' {api.url}/projects",
+        flush=True,
+    )
+    try:
+        while api.thread.is_alive():
+            api.thread.join(timeout=0.5)
+    except KeyboardInterrupt:
+        print("stopping", flush=True)
+    finally:
+        api.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
