@@ -7,7 +7,7 @@ PORT ?= 3000
 FUNCTION ?= ProjectsFunction
 EVENT ?= events/projects-list.json
 
-.PHONY: install dev test lint format typecheck template-lint pytest invoke bench clean
+.PHONY: install dev test lint format typecheck template-lint pytest invoke openapi bench clean
 
 $(INSTALLED): requirements-dev.txt layers/recall/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ pytest: install
 
 invoke: install
 	$(PY) -m local.invoke $(FUNCTION) $(EVENT)
+
+openapi: install
+	$(PY) -m local.openapi
 
 bench: install
 	$(PY) -m bench.turns

@@ -10,6 +10,7 @@ from functools import cache
 import importlib.util
 import json
 import sys
+import threading
 import time
 from types import ModuleType
 from typing import Any
@@ -63,9 +64,18 @@ def handler_module(function: str) -> ModuleType:
     return module
 
 
+_instances: dict[str, threading.Lock] = {}
+_instances_lock = threading.Lock()
+
+
 def invoke(function: str, event: dict[str, Any]) -> Any:
+    """One invocation at a time per function, as one Lambda instance runs them: the
+    resolver keeps the current event on the module-level app."""
     module = handler_module(function)
-    return module.lambda_handler(event, new_context(function))
+    with _instances_lock:
+        instance = _instances.setdefault(function, threading.Lock())
+    with instance:
+        return module.lambda_handler(event, new_context(function))
 
 
 def match_route(method: str, path: str) -> tuple[template.Route, dict[str, str]] | None:

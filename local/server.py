@@ -28,6 +28,7 @@ from local import embedded, runtime, template
 HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
 NOT_FOUND = {"message": "Not Found"}
+BAD_REQUEST = {"message": "Bad Request"}
 UNAUTHORIZED = {"message": "Unauthorized"}
 INTERNAL_ERROR = {"message": "Internal Server Error"}
 AUTH_WARNING = (
@@ -167,9 +168,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
         for key, value in self.headers.items():
             name = key.lower()
             headers[name] = f"{headers[name]},{value}" if name in headers else value
-        length = int(headers.get("content-length") or 0)
-        body = self.rfile.read(length) if length else None
-        reply = handle(self.command, self.path, headers, body)
+        length = headers.get("content-length") or "0"
+        if length.isdigit():
+            body = self.rfile.read(int(length)) if int(length) else None
+            reply = handle(self.command, self.path, headers, body)
+        else:
+            self.close_connection = True
+            reply = Reply.of_json(400, BAD_REQUEST)
         self.send_response(reply.status)
         for key, value in reply.headers.items():
             if key.lower() not in {"content-length", "connection", "transfer-encoding"}:

@@ -3,6 +3,7 @@ GET /projects/{projectId}/members, PUT/DELETE /projects/{projectId}/members/{use
 
 from __future__ import annotations
 
+from importlib.resources import files
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -85,6 +86,16 @@ def set_member(projectId: str, userId: str, body: SetMemberRequest) -> Response[
 def remove_member(projectId: str, userId: str) -> Response[None]:
     project_service().remove_member(caller_id(app), projectId, userId)
     return Response(status_code=204)
+
+
+@app.get("/openapi.json", include_in_schema=False)
+def openapi_document() -> Response[str]:
+    """The whole API's OpenAPI document, written by ``python -m local.openapi``."""
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=(files("recall.api") / "openapi.json").read_text(),
+    )
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

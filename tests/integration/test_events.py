@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -14,8 +14,11 @@ import pytest
 from local import embedded, runtime, template
 from recall.domain import clock
 from recall.domain.access import Role
+from recall.domain.conversations import Conversation
 from recall.domain.projects import Member, Project
 from recall.errors import Conflict
+from recall.settings import get_settings
+from recall.store.conversations import ConversationStore
 from recall.wiring import project_store
 
 EVENTS = template.ROOT / "events"
@@ -41,15 +44,18 @@ def load(event_file: Path) -> dict[str, Any]:
     return event
 
 
+def shared_id(name: str) -> str:
+    """The one ``projectId`` (or ``conversationId``) every event that has one uses."""
+    found = {load(path).get("pathParameters", {}).get(name) for path in EVENT_FILES} - {None}
+    assert len(found) == 1, f"events should share one {name}, found {found}"
+    return str(found.pop())
+
+
 @pytest.fixture(scope="module", autouse=True)
-def demo_project(embedded_store: embedded.EmbeddedStore) -> Iterator[str]:
-    """The project the events name, owned by their caller, so they reach the happy path
-    rather than stopping at 403."""
-    project_ids = {
-        load(path).get("pathParameters", {}).get("projectId") for path in EVENT_FILES
-    } - {None}
-    assert len(project_ids) == 1, f"events should share one projectId, found {project_ids}"
-    project_id = str(project_ids.pop())
+def demo_project(embedded_store: embedded.EmbeddedStore) -> str:
+    """The project the events name, owned by their caller, so they get past the 403 every
+    non-member gets and reach the handler's real work."""
+    project_id = shared_id("projectId")
     at = clock.stamp(clock.now())
     project = Project(
         project_id=project_id,
@@ -60,11 +66,29 @@ def demo_project(embedded_store: embedded.EmbeddedStore) -> Iterator[str]:
         updated_at=at,
     )
     owner = Member(project_id=project_id, user_id=DEMO_USER, role=Role.OWNER, added_at=at)
-    try:
+    with contextlib.suppress(Conflict):  # seeded by an earlier module in this run
         project_store().create(project, owner)
-    except Conflict:
-        pass  # seeded by an earlier module in this run
-    yield project_id
+    return project_id
+
+
+@pytest.fixture(autouse=True)
+def demo_thread(demo_project: str) -> str:
+    """The thread the events name, there before each event (a delete event removes it)."""
+    conversation_id = shared_id("conversationId")
+    conversations = ConversationStore(get_settings())
+    if conversations.get(DEMO_USER, demo_project, conversation_id) is None:
+        at = clock.stamp(clock.now())
+        conversations.create(
+            Conversation(
+                user_id=DEMO_USER,
+                project_id=demo_project,
+                conversation_id=conversation_id,
+                title="Homepage ideas",
+                created_at=at,
+                updated_at=at,
+            )
+        )
+    return conversation_id
 
 
 def test_events_folder_has_events() -> None:

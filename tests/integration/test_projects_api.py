@@ -52,3 +52,74 @@ def test_malformed_json_is_400_and_bad_fields_are_422(alice: Api) -> None:
     assert missing.body["error"]["details"][0]["field"] == "name"
     bad_context = alice.post("/projects", {"name": "x", "context": {"has space": 1}})
     assert bad_context.status == 422
+
+
+def test_only_owners_manage_members(
+    alice: Api, bob: Api, carol: Api, make_project: Callable[..., str]
+) -> None:
+    project = make_project(alice, {bob: "editor"})
+    assert bob.put(f"/projects/{project}/members/{carol.sub}", {"role": "viewer"}).status == 403
+    assert bob.delete(f"/projects/{project}/members/{alice.sub}").status == 403
+    added = alice.put(f"/projects/{project}/members/{carol.sub}", {"role": "viewer"})
+    assert added.status == 201
+    changed = alice.put(f"/projects/{project}/members/{carol.sub}", {"role": "editor"})
+    assert changed.status == 200
+    assert changed.body["role"] == "editor"
+    assert carol.get(f"/projects/{project}").body["role"] == "editor"
+    assert alice.delete(f"/projects/{project}/members/{carol.sub}").status == 204
+    assert carol.get(f"/projects/{project}").status == 403
+    assert alice.delete(f"/projects/{project}/members/{carol.sub}").status == 404
+
+
+def test_a_project_always_keeps_an_owner(
+    alice: Api, bob: Api, make_project: Callable[..., str]
+) -> None:
+    project = make_project(alice, {bob: "editor"})
+    # The last owner can neither leave nor step down
+    assert alice.delete(f"/projects/{project}/members/{alice.sub}").status == 409
+    demoted = alice.put(f"/projects/{project}/members/{alice.sub}", {"role": "editor"})
+    assert demoted.status == 409
+    assert "owner" in demoted.body["error"]["message"]
+    # With a second owner, the first may step down
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "owner"}).status == 200
+    assert alice.put(f"/projects/{project}/members/{alice.sub}", {"role": "viewer"}).status == 200
+    assert bob.delete(f"/projects/{project}/members/{bob.sub}").status == 409
+    roles = {
+        m["userId"]: m["role"] for m in bob.get(f"/projects/{project}/members").body["members"]
+    }
+    assert roles == {alice.sub: "viewer", bob.sub: "owner"}
+
+
+def test_editor_updates_project_context_but_viewer_cannot(
+    alice: Api, bob: Api, carol: Api, make_project: Callable[..., str]
+) -> None:
+    project = make_project(alice, {bob: "editor", carol: "viewer"}, type="store")
+    updated = bob.patch(
+        f"/projects/{project}",
+        {"name": "Corner Shop 2", "context": {"currency": "USD", "itemCount": 3}},
+    )
+    assert updated.status == 200
+    assert updated.body["context"] == {"currency": "USD", "itemCount": 3}
+    assert carol.patch(f"/projects/{project}", {"name": "nope"}).status == 403
+    assert carol.get(f"/projects/{project}").body["name"] == "Corner Shop 2"
+    assert alice.patch(f"/projects/{project}", {}).status == 422
+
+
+def test_a_user_lists_only_the_projects_they_belong_to(
+    alice: Api, bob: Api, make_project: Callable[..., str]
+) -> None:
+    mine = make_project(alice)
+    shared = make_project(bob, {alice: "viewer"})
+    bobs_own = make_project(bob)
+    listed = {p["id"]: p["role"] for p in alice.get("/projects").body["projects"]}
+    assert listed == {mine: "owner", shared: "viewer"}
+    assert bobs_own not in listed
+
+
+def test_a_bad_role_is_422_listing_the_roles(
+    alice: Api, bob: Api, make_project: Callable[..., str]
+) -> None:
+    project = make_project(alice)
+    reply = alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "admin"})
+    assert reply.status == 422
+    assert "owner" in reply.body["error"]["details"][0]["message"]

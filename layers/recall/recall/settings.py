@@ -55,6 +55,10 @@ class Settings(BaseModel):
     consolidate_min_hours: int = 24
     consolidate_min_sessions: int = 3
     consolidate_min_memories: int = 5
+    thread_memory_cap: int = 50
+    memory_write_attempts: int = 5
+    memory_due_shards: int = 8
+    memory_ttl_grace_hours: int = 48
 
     # Model
     model_provider: Literal["offline", "bedrock"] = "offline"

@@ -84,8 +84,8 @@ TOOL_INSTRUCTIONS: Final = (
     '("always…", "I prefer…"), a brand rule (tone, voice, audience, sector), or a thing '
     'that is forbidden ("never…", "don\'t…"). Use scope "thread" only when the user says '
     "it applies to this conversation alone. Call forget_preference when the user asks you "
-    "to forget or stop applying an entry. The entries already saved are listed in "
-    "<project_memory> and <thread_memory>; reuse their keys when updating them. The "
+    "to forget or stop applying an entry. The entries already saved are listed in the "
+    "project memory and thread memory blocks; reuse their keys when updating them. The "
     "calls cost the user nothing, so save whenever a rule is stated, then answer the "
     "user normally."
 )

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 import json
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import ValidationError
@@ -357,14 +358,17 @@ class ChatService:
                 self._settings.window_messages,
                 self._settings.window_max_bytes,
             ).model_copy(update={"updated_at": at})
-            items = [self._messages.put_request(thread, message) for message in saved]
+            items: list[dict[str, Any]] = [
+                {"Put": self._messages.put_request(thread, message)} for message in saved
+            ]
+            expected = session.version if exists else None
+            items.append({"Put": self._sessions.put_request(thread, next_session, expected)})
             items.append(
-                self._sessions.put_request(
-                    thread, next_session, session.version if exists else None
-                )
-            )
-            items.append(
-                self._conversations.turn_update_request(conversation, len(saved), model_id, at)
+                {
+                    "Update": self._conversations.turn_update_request(
+                        conversation, len(saved), model_id, at
+                    )
+                }
             )
             try:
                 self._turns.write(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import boto3
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+import boto3
 from botocore.config import Config
 
 

@@ -1,0 +1,71 @@
+"""The caller's durable memory: GET /projects/{projectId}/memories,
+PUT/DELETE /projects/{projectId}/memories/{key} and
+GET /projects/{projectId}/memories/{key}/history."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from recall.api import caller_id, new_resolver
+from recall.api.memories import MemoryHistory, MemoryList, MemoryView, PutMemoryRequest
+from recall.observability import logger, metrics, tracer
+from recall.wiring import memory_service
+
+app = new_resolver()
+
+
+@app.get("/projects/<projectId>/memories")
+def list_memories(
+    projectId: str,
+    category: Annotated[str | None, Query()] = None,
+    conversationId: Annotated[str | None, Query()] = None,
+) -> MemoryList:
+    entries = memory_service().list(caller_id(app), projectId, category, conversationId)
+    return MemoryList(memories=[MemoryView.of(entry) for entry in entries])
+
+
+@app.put("/projects/<projectId>/memories/<key>")
+def put_memory(projectId: str, key: str, body: PutMemoryRequest) -> Response[MemoryView]:
+    entry, created = memory_service().put(
+        caller_id(app),
+        projectId,
+        key,
+        body.value,
+        body.category,
+        body.scope,
+        body.conversation_id,
+        body.expires_at,
+    )
+    return Response(
+        status_code=201 if created else 200,
+        content_type=content_types.APPLICATION_JSON,
+        body=MemoryView.of(entry),
+    )
+
+
+@app.delete("/projects/<projectId>/memories/<key>")
+def delete_memory(
+    projectId: str, key: str, conversationId: Annotated[str | None, Query()] = None
+) -> Response[None]:
+    memory_service().delete(caller_id(app), projectId, key, conversationId)
+    return Response(status_code=204)
+
+
+@app.get("/projects/<projectId>/memories/<key>/history")
+def memory_history(
+    projectId: str, key: str, conversationId: Annotated[str | None, Query()] = None
+) -> MemoryHistory:
+    records = memory_service().history(caller_id(app), projectId, key, conversationId)
+    return MemoryHistory.of(key, conversationId, records)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,112 @@
+"""Request and response bodies of the memory routes (camelCase on the wire), mapped
+explicitly from the domain's entries and history records.
+
+``category`` arrives as text and is checked by the domain, so a wrong one answers 422
+with a message that lists the allowed values, the same check a model's tool call meets.
+"""
+
+from __future__ import annotations
+
+from pydantic import AwareDatetime, Field
+
+from recall.api.models import Body, View
+from recall.domain.memory import (
+    Action,
+    Category,
+    HistoryRecord,
+    MemoryEntry,
+    Scope,
+    Source,
+)
+
+
+class PutMemoryRequest(Body):
+    value: str = Field(
+        min_length=1,
+        max_length=10_000,
+        description="Plain text; at most the service's memory_value_max_chars (500) once "
+        "line breaks and runs of spaces are folded.",
+    )
+    category: str = Field(
+        description="One of: " + ", ".join(Category) + ".",
+        json_schema_extra={"enum": list(Category)},
+    )
+    scope: Scope | None = Field(
+        default=None, description="Defaults to thread when conversationId is given."
+    )
+    conversation_id: str | None = Field(
+        default=None, description="The caller's thread, for a thread entry."
+    )
+    expires_at: AwareDatetime | None = Field(
+        default=None, description="After this time the entry is never read again."
+    )
+
+
+class MemoryView(View):
+    key: str
+    value: str
+    category: Category
+    scope: Scope
+    conversation_id: str | None
+    source: Source
+    confidence: float
+    created_at: str
+    updated_at: str
+    expires_at: str | None
+
+    @classmethod
+    def of(cls, entry: MemoryEntry) -> MemoryView:
+        return cls(
+            key=entry.key,
+            value=entry.value,
+            category=entry.category,
+            scope=entry.scope,
+            conversation_id=entry.conversation_id,
+            source=entry.source,
+            confidence=entry.confidence,
+            created_at=entry.created_at,
+            updated_at=entry.updated_at,
+            expires_at=entry.expires_at,
+        )
+
+
+class MemoryList(View):
+    memories: list[MemoryView]
+
+
+class HistoryRecordView(View):
+    action: Action
+    old_value: str | None
+    new_value: str | None
+    category: Category | None
+    source: Source | None = Field(description="None for an expiry.")
+    at: str
+
+    @classmethod
+    def of(cls, record: HistoryRecord) -> HistoryRecordView:
+        return cls(
+            action=record.action,
+            old_value=record.old_value,
+            new_value=record.new_value,
+            category=record.category,
+            source=record.source,
+            at=record.at,
+        )
+
+
+class MemoryHistory(View):
+    key: str
+    scope: Scope
+    conversation_id: str | None
+    history: list[HistoryRecordView]
+
+    @classmethod
+    def of(
+        cls, key: str, conversation_id: str | None, records: list[HistoryRecord]
+    ) -> MemoryHistory:
+        return cls(
+            key=key,
+            scope=Scope.THREAD if conversation_id else Scope.PERSISTENT,
+            conversation_id=conversation_id or None,
+            history=[HistoryRecordView.of(record) for record in records],
+        )

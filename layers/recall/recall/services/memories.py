@@ -1,0 +1,212 @@
+"""The caller's durable memory: listing, explicit writes and deletes over HTTP and from the
+model's tool calls, background writes from extraction and consolidation, and history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from recall.domain import clock
+from recall.domain.access import Role
+from recall.domain.memory import (
+    BACKGROUND_SOURCES,
+    HistoryRecord,
+    MemoryEntry,
+    Scope,
+    Source,
+    check_key,
+    check_value,
+    parse_category,
+    parse_scope,
+)
+from recall.errors import Conflict, Invalid, NotFound
+from recall.observability import logger, metrics
+from recall.services.access import ProjectAccess
+from recall.settings import Settings
+from recall.store.conversations import ConversationStore
+from recall.store.memories import MemoryStore
+
+
+class MemoryService:
+    def __init__(
+        self,
+        settings: Settings,
+        access: ProjectAccess,
+        conversations: ConversationStore,
+        memories: MemoryStore,
+    ) -> None:
+        self._settings = settings
+        self._access = access
+        self._conversations = conversations
+        self._memories = memories
+
+    def put(
+        self,
+        user_id: str,
+        project_id: str,
+        key: str,
+        value: str,
+        category: str,
+        scope: Scope | None,
+        conversation_id: str | None,
+        expires_at: datetime | None,
+    ) -> tuple[MemoryEntry, bool]:
+        """An explicit upsert: ``(entry, created)``."""
+        self._access.require(user_id, project_id, Role.EDITOR)
+        now = clock.now()
+        thread = conversation_id or None
+        scope = scope or (Scope.THREAD if thread else Scope.PERSISTENT)
+        if scope == Scope.PERSISTENT and thread:
+            raise Invalid(
+                "conversationId is only for thread entries: leave it out or set scope to thread.",
+                [{"field": "conversationId", "message": "only with scope thread"}],
+            )
+        if expires_at is not None and expires_at <= now:
+            raise Invalid(
+                "expiresAt is in the past.", [{"field": "expiresAt", "message": "in the past"}]
+            )
+        entry = self._explicit(key, value, category, scope, thread, expires_at)
+        self._own_thread(user_id, project_id, entry.conversation_id)
+        return self._write_explicit(user_id, project_id, entry, now)
+
+    def delete(self, user_id: str, project_id: str, key: str, conversation_id: str | None) -> None:
+        self._access.require(user_id, project_id, Role.EDITOR)
+        check_key(key)
+        thread = self._own_thread(user_id, project_id, conversation_id)
+        if not self._memories.delete(
+            user_id, project_id, key, thread, Source.EXPLICIT, clock.now()
+        ):
+            raise NotFound("No such memory entry.")
+        metrics.add_metric(name="MemoriesDeleted", unit=MetricUnit.Count, value=1)
+
+    def history(
+        self, user_id: str, project_id: str, key: str, conversation_id: str | None
+    ) -> list[HistoryRecord]:
+        """Every change of the entry, oldest first; it outlives a deleted entry."""
+        self._access.require(user_id, project_id, Role.VIEWER)
+        check_key(key)
+        thread = self._own_thread(user_id, project_id, conversation_id)
+        records = self._memories.history(user_id, project_id, key, thread)
+        if not records:
+            raise NotFound("No such memory entry.")
+        return records
+
+    # Called by the chat turn, which has authorised the caller as an editor and loaded
+    # the (caller's own) conversation already.
+
+    def save_explicit(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str,
+        key: str,
+        value: str,
+        category: str,
+        scope: str,
+    ) -> MemoryEntry:
+        """A ``save_preference`` tool call; a thread entry belongs to ``conversation_id``."""
+        parsed = parse_scope(scope)
+        thread = conversation_id if parsed == Scope.THREAD else None
+        entry = self._explicit(key, value, category, parsed, thread, None)
+        return self._write_explicit(user_id, project_id, entry, clock.now())[0]
+
+    def forget_explicit(
+        self, user_id: str, project_id: str, conversation_id: str, key: str, scope: str
+    ) -> bool:
+        """A ``forget_preference`` tool call: whether there was an entry to forget."""
+        thread = conversation_id if parse_scope(scope) == Scope.THREAD else None
+        removed = self._memories.delete(
+            user_id, project_id, check_key(key), thread, Source.EXPLICIT, clock.now()
+        )
+        return removed is not None
+
+    def write_background(
+        self, user_id: str, project_id: str, entries: list[MemoryEntry]
+    ) -> list[MemoryEntry]:
+        """Extraction and consolidation results: the entries actually written. An entry
+        that is malformed, meets an explicit entry, or meets the cap is skipped and logged."""
+        if any(entry.source not in BACKGROUND_SOURCES for entry in entries):
+            raise ValueError("background writes carry source extracted or consolidated")
+        now = clock.now()
+        written: list[MemoryEntry] = []
+        for entry in entries:
+            try:
+                checked = entry.model_copy(
+                    update={
+                        "key": check_key(entry.key),
+                        "value": check_value(entry.value, self._settings.memory_value_max_chars),
+                    }
+                )
+            except Invalid as error:
+                logger.info(
+                    "background memory entry skipped",
+                    extra={"key": entry.key, "why": error.message},
+                )
+                continue
+            saved = self._memories.write(user_id, project_id, checked, now)
+            if saved is not None:
+                written.append(saved[0])
+        metrics.add_metric(
+            name="MemoriesWrittenInBackground", unit=MetricUnit.Count, value=len(written)
+        )
+        return written
+
+    # ``list`` is defined after every method annotated with ``list[...]``, which it would
+    # otherwise shadow inside this class.
+
+    def list(
+        self,
+        user_id: str,
+        project_id: str,
+        category: str | None,
+        conversation_id: str | None,
+    ) -> list[MemoryEntry]:
+        """Active persistent entries, then the thread's when one is named; listing order."""
+        self._access.require(user_id, project_id, Role.VIEWER)
+        wanted = parse_category(category) if category is not None else None
+        thread = self._own_thread(user_id, project_id, conversation_id)
+        persistent, thread_entries = self._memories.active(user_id, project_id, thread, clock.now())
+        return [e for e in persistent + thread_entries if wanted is None or e.category == wanted]
+
+    def _explicit(
+        self,
+        key: str,
+        value: str,
+        category: str,
+        scope: Scope,
+        conversation_id: str | None,
+        expires_at: datetime | None,
+    ) -> MemoryEntry:
+        if scope == Scope.THREAD and not conversation_id:
+            raise Invalid(
+                "A thread entry needs the conversationId of its thread.",
+                [{"field": "conversationId", "message": "required with scope thread"}],
+            )
+        return MemoryEntry(
+            key=check_key(key),
+            value=check_value(value, self._settings.memory_value_max_chars),
+            category=parse_category(category),
+            scope=scope,
+            conversation_id=conversation_id if scope == Scope.THREAD else None,
+            source=Source.EXPLICIT,
+            expires_at=clock.stamp(expires_at) if expires_at else None,
+        )
+
+    def _write_explicit(
+        self, user_id: str, project_id: str, entry: MemoryEntry, now: datetime
+    ) -> tuple[MemoryEntry, bool]:
+        saved = self._memories.write(user_id, project_id, entry, now)
+        if saved is None:  # the store drops background writes only
+            raise Conflict("The memory entry was not saved; try again.")
+        metrics.add_metric(name="MemoriesSaved", unit=MetricUnit.Count, value=1)
+        return saved
+
+    def _own_thread(self, user_id: str, project_id: str, conversation_id: str | None) -> str | None:
+        """The conversation id if it names one of the caller's threads (an empty one names
+        none); anyone else's thread, or none at all, is a 404."""
+        if not conversation_id:
+            return None
+        if self._conversations.get(user_id, project_id, conversation_id) is None:
+            raise NotFound("No such conversation.")
+        return conversation_id

@@ -1,0 +1,96 @@
+"""The local HTTP server on a free port, over the run's one embedded DynamoDB, and a
+caller that speaks to it with a real HTTP client."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+import json
+from typing import Any
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+
+from local import embedded, server
+
+
+@dataclass
+class Answer:
+    """An HTTP response, its JSON body decoded."""
+
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+
+class Caller:
+    """Sends requests to the local API as one user (``sub``), or with no token at all."""
+
+    def __init__(self, base_url: str, sub: str | None) -> None:
+        self.base_url = base_url
+        self.sub = sub
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
+        data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(  # noqa: S310 (always http://127.0.0.1)
+            self.base_url + path, data=data, method=method, headers=dict(headers or {})
+        )
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self.sub is not None:
+            request.add_header("Authorization", f"Bearer {server.demo_token(self.sub)}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+                return self._answer(response.status, dict(response.headers), response.read())
+        except urllib.error.HTTPError as error:
+            return self._answer(error.code, dict(error.headers), error.read())
+
+    @staticmethod
+    def _answer(status: int, headers: dict[str, str], payload: bytes) -> Answer:
+        return Answer(status, headers, json.loads(payload) if payload else None)
+
+    def get(self, path: str, **kwargs: Any) -> Answer:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> Answer:
+        return self.request("POST", path, body, **kwargs)
+
+    def put(self, path: str, body: Any = None, **kwargs: Any) -> Answer:
+        return self.request("PUT", path, body, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def local_api(embedded_store: embedded.EmbeddedStore) -> Iterator[server.LocalApi]:
+    api = server.serve(0, store=embedded_store)
+    yield api
+    api.stop()
+
+
+@pytest.fixture
+def caller(local_api: server.LocalApi) -> Callable[[str | None], Caller]:
+    """Makes callers: ``caller(None)`` sends no token, ``caller("x")`` is user x."""
+
+    def make(sub: str | None) -> Caller:
+        return Caller(local_api.url, sub)
+
+    return make
+
+
+@pytest.fixture
+def owner(caller: Callable[[str | None], Caller]) -> Caller:
+    return caller(f"owner-{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def stranger(caller: Callable[[str | None], Caller]) -> Caller:
+    return caller(f"stranger-{uuid.uuid4().hex[:12]}")

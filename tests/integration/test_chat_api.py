@@ -1,0 +1,494 @@
+"""Chat turns through the real handler, over the embedded DynamoDB."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+import threading
+from typing import Any
+
+import boto3
+from botocore.stub import Stubber
+import pytest
+
+from recall.domain.prompt import (
+    ModelError,
+    ModelProvider,
+    ModelRejected,
+    ModelReply,
+    ModelRequest,
+    ModelThrottled,
+    ModelTimeout,
+    ModelUnavailable,
+)
+from recall.providers.bedrock import BedrockProvider
+from recall.providers.offline import OfflineProvider
+from recall.settings import get_settings
+from recall.store.dynamodb import dynamodb_client
+from recall.store.messages import thread_of
+from recall.store.turns import SessionChanged
+from recall.wiring import chat_service
+from tests.conftest import Api
+
+MakeProject = Callable[..., str]
+
+
+class Recorder:
+    """Wraps a provider and keeps every request it was sent."""
+
+    def __init__(self, inner: ModelProvider | None = None) -> None:
+        self.inner = inner or OfflineProvider()
+        self.requests: list[ModelRequest] = []
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        return self.inner.converse(request)
+
+
+class Failing:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        raise self.error
+
+
+@pytest.fixture
+def use_provider(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], None]:
+    def use(provider: Any) -> None:
+        monkeypatch.setattr(chat_service(), "_provider_for", lambda model_id: provider)
+
+    return use
+
+
+@pytest.fixture
+def recorder(use_provider: Callable[[Any], None]) -> Recorder:
+    recording = Recorder()
+    use_provider(recording)
+    return recording
+
+
+def say(api: Api, project: str, message: str, conversation: str | None = None, **extra: Any) -> Any:
+    body: dict[str, Any] = {"message": message, **extra}
+    if conversation:
+        body["conversationId"] = conversation
+    return api.post(f"/projects/{project}/chat", body)
+
+
+def test_a_first_message_starts_a_thread_titled_from_it(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    # When
+    reply = say(alice, project, "Plan the spring campaign homepage")
+    # Then
+    assert reply.status == 200, reply
+    assert reply.body["conversation"]["created"] is True
+    assert reply.body["conversation"]["title"] == "Plan the spring campaign homepage"
+    assert reply.body["message"]["role"] == "assistant"
+    assert reply.body["message"]["status"] == "complete"
+    assert reply.body["message"]["content"]
+    assert reply.body["nudge"] == {"show": False, "turns": 1, "threshold": 120}
+    assert reply.body["usage"]["inputTokens"] > 0
+    thread = alice.get(f"/projects/{project}/conversations/{reply.body['conversation']['id']}")
+    assert [m["role"] for m in thread.body["messages"]] == ["user", "assistant"]
+    assert thread.body["conversation"]["messageCount"] == 2
+    assert thread.body["conversation"]["turnCount"] == 1
+
+
+def test_latest_continues_the_most_recent_thread_or_starts_one(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    first = say(alice, project, "hello", "latest")
+    assert first.body["conversation"]["created"] is True
+    again = say(alice, project, "hello again", "latest")
+    assert again.body["conversation"]["created"] is False
+    assert again.body["conversation"]["id"] == first.body["conversation"]["id"]
+
+
+def test_viewer_and_non_member_cannot_chat_and_others_threads_are_404(
+    alice: Api, bob: Api, carol: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice, {bob: "viewer", carol: "editor"})
+    thread = say(alice, project, "hi").body["conversation"]["id"]
+    assert say(bob, project, "hi").status == 403
+    assert say(Api("stranger"), project, "hi").status == 403
+    assert say(carol, project, "hi", thread).status == 404
+    assert say(alice, project, "hi", "not-an-id").status == 404
+    assert carol.get(f"/projects/{project}/conversations/{thread}/context").status == 404
+    assert bob.get(f"/projects/{project}/conversations/{thread}/context").status == 404
+
+
+def test_bad_turn_bodies_are_client_errors(alice: Api, make_project: MakeProject) -> None:
+    project = make_project(alice)
+    assert say(alice, project, "   ").status == 422
+    assert say(alice, project, "x" * (get_settings().message_max_chars + 1)).status == 413
+    assert say(alice, project, "hi", model="gpt-unknown").status == 422
+    assert alice.post(f"/projects/{project}/chat", {"text": "hi"}).status == 422
+    assert alice.post(f"/projects/{project}/chat", "{").status == 400
+
+
+def test_after_thirty_turns_the_model_sees_the_last_twenty_messages_plus_the_new_one(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    project = make_project(alice)
+    thread = say(alice, project, "turn 0").body["conversation"]["id"]
+    for n in range(1, 30):
+        assert say(alice, project, f"turn {n}", thread).status == 200
+    # When
+    say(alice, project, "turn 30", thread)
+    # Then
+    sent = recorder.requests[-1].messages
+    assert len(sent) == 21
+    assert [m.text for m in sent if m.role == "user"] == [f"turn {n}" for n in range(20, 31)]
+    # And after clear-context, only the new message
+    cleared = alice.post(f"/projects/{project}/conversations/{thread}/clear-context")
+    assert cleared.status == 200
+    say(alice, project, "fresh start", thread)
+    assert [m.text for m in recorder.requests[-1].messages] == ["fresh start"]
+    # History stays
+    history = alice.get(f"/projects/{project}/conversations/{thread}", query="limit=200")
+    assert len(history.body["messages"]) == 64
+
+
+def test_a_pruned_session_is_rebuilt_from_saved_messages(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    project = make_project(alice)
+    thread = say(alice, project, "first").body["conversation"]["id"]
+    say(alice, project, "second", thread)
+    expected = [m.text for m in recorder.requests[-1].messages]
+    expected += [recorder.requests[-1].messages[-1].text]
+    # Given the session was pruned
+    settings = get_settings()
+    dynamodb_client().delete_item(
+        TableName=settings.sessions_table,
+        Key={"thread": {"S": thread_of(alice.sub or "", project, thread)}},
+    )
+    # When
+    say(alice, project, "third", thread)
+    # Then the window holds the four earlier messages, rebuilt from history
+    sent = recorder.requests[-1].messages
+    assert [m.role for m in sent] == ["user", "assistant", "user", "assistant", "user"]
+    assert [m.text for m in sent if m.role == "user"] == ["first", "second", "third"]
+
+
+def test_a_cleared_marker_outlives_a_pruned_session(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    project = make_project(alice)
+    thread = say(alice, project, "before").body["conversation"]["id"]
+    alice.post(f"/projects/{project}/conversations/{thread}/clear-context")
+    say(alice, project, "after", thread)
+    dynamodb_client().delete_item(
+        TableName=get_settings().sessions_table,
+        Key={"thread": {"S": thread_of(alice.sub or "", project, thread)}},
+    )
+    say(alice, project, "later", thread)
+    assert [m.text for m in recorder.requests[-1].messages if m.role == "user"] == [
+        "after",
+        "later",
+    ]
+
+
+def test_stated_preferences_become_memory_and_reach_the_next_prompt(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    project = make_project(alice)
+    # When
+    first = say(alice, project, "Always keep the header dark")
+    thread = first.body["conversation"]["id"]
+    second = say(alice, project, "Never use rounded buttons", thread)
+    say(alice, project, "What do you remember?", thread)
+    # Then
+    saved = first.body["memoriesSaved"] + second.body["memoriesSaved"]
+    assert [(m["category"], m["scope"]) for m in saved] == [
+        ("preferences", "persistent"),
+        ("forbidden", "persistent"),
+    ]
+    assert first.body["message"]["toolCalls"][0]["name"] == "save_preference"
+    block = next(p for p in recorder.requests[-1].system if p.startswith("<project_memory>"))
+    assert "[preferences]" in block and "header dark" in block
+    assert "[forbidden]" in block and "rounded buttons" in block
+    listed = alice.get(f"/projects/{project}/memories").body
+    values = [entry["value"] for entry in listed["memories"]]
+    assert any("header dark" in v for v in values)
+    assert any("rounded buttons" in v for v in values)
+    # And the memory follows into a brand new thread of the same project
+    say(alice, project, "New thread")
+    assert "header dark" in "\n".join(recorder.requests[-1].system)
+
+
+def test_memory_of_one_project_never_reaches_another(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    first, second = make_project(alice), make_project(alice)
+    say(alice, first, "Always keep the header dark")
+    say(alice, second, "hello")
+    assert "<project_memory>" not in "\n".join(recorder.requests[-1].system)
+
+
+def test_the_context_preview_is_what_the_next_turn_sends(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    project = make_project(alice, type="store", currency="EUR", itemCount=42)
+    thread = say(alice, project, "Always keep the header dark").body["conversation"]["id"]
+    say(alice, project, "hello", thread)
+    # When
+    preview = alice.get(f"/projects/{project}/conversations/{thread}/context")
+    say(alice, project, "next", thread)
+    # Then
+    assert preview.status == 200
+    sent = recorder.requests[-1]
+    assert preview.body["system"] == sent.system
+    assert [w["content"] for w in preview.body["window"]] == [m.text for m in sent.messages[:-1]]
+    assert "currency: EUR" in preview.body["projectContext"]
+    assert "header dark" in preview.body["memoryBlock"]
+    assert preview.body["tokenEstimate"] > 0
+    assert preview.body["tools"] == ["save_preference", "forget_preference"]
+
+
+def test_the_nudge_shows_once_a_thread_passes_the_threshold(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    thread = say(alice, project, "hi").body["conversation"]["id"]
+    settings = get_settings()
+    dynamodb_client().update_item(
+        TableName=settings.conversations_table,
+        Key={"owner": {"S": f"{alice.sub}#{project}"}, "conversationId": {"S": thread}},
+        UpdateExpression="SET turnCount = :n",
+        ExpressionAttributeValues={":n": {"N": str(settings.nudge_threshold_turns - 1)}},
+    )
+    at_threshold = say(alice, project, "one more", thread)
+    past = say(alice, project, "and another", thread)
+    assert at_threshold.body["nudge"]["show"] is False
+    assert past.body["nudge"] == {"show": True, "turns": 121, "threshold": 120}
+    assert past.status == 200
+
+
+def test_a_retried_request_with_the_same_idempotency_key_stores_nothing_twice(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    headers = {"Idempotency-Key": "turn-0001"}
+    first = alice.post(f"/projects/{project}/chat", {"message": "hello"}, headers=headers)
+    again = alice.post(f"/projects/{project}/chat", {"message": "hello"}, headers=headers)
+    assert first.status == again.status == 200
+    assert again.body == first.body
+    thread = first.body["conversation"]["id"]
+    messages = alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
+    assert len(messages) == 2
+    assert len(alice.get(f"/projects/{project}/conversations").body["conversations"]) == 1
+    reused = alice.post(f"/projects/{project}/chat", {"message": "other"}, headers=headers)
+    assert reused.status == 422
+    # The same key from another user is their own request
+    other = make_project(alice)
+    assert (
+        alice.post(f"/projects/{other}/chat", {"message": "hello"}, headers=headers).status == 200
+    )
+
+
+class Barrier:
+    """Lets two turns read the same session before either saves."""
+
+    def __init__(self) -> None:
+        self.barrier = threading.Barrier(2, timeout=20)
+        self.inner = OfflineProvider()
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        self.barrier.wait()
+        return self.inner.converse(request)
+
+
+def test_two_racing_turns_on_one_thread_both_land_in_order(
+    alice: Api,
+    make_project: MakeProject,
+    use_provider: Callable[[Any], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given two turns (as two Lambda instances would run them) that both read the
+    # thread's session before either saves
+    project = make_project(alice)
+    thread = say(alice, project, "start").body["conversation"]["id"]
+    use_provider(Barrier())
+    outcomes: dict[str, Any] = {}
+    lost: list[Exception] = []
+    write = chat_service()._turns.write
+    one_at_a_time = threading.Lock()
+
+    def counting_write(*args: Any, **kwargs: Any) -> None:
+        # DynamoDB applies conditional writes to one item one at a time; moto's threaded
+        # server does not, so the test serialises them as the real service would.
+        with one_at_a_time:
+            try:
+                write(*args, **kwargs)
+            except SessionChanged as race:
+                lost.append(race)
+                raise
+
+    monkeypatch.setattr(chat_service()._turns, "write", counting_write)
+
+    def turn(text: str) -> None:
+        outcomes[text] = chat_service().turn(alice.sub or "", project, text, thread, None)
+
+    racers = [threading.Thread(target=turn, args=(text,)) for text in ("left", "right")]
+    # When
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(30)
+    # Then one lost the race once, and both land, each user message followed by its reply
+    assert len(lost) == 1
+    assert sorted(outcomes) == ["left", "right"]
+    messages = alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
+    assert len(messages) == 6
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 3
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    assert users[0] == "start" and sorted(users[1:]) == ["left", "right"]
+    for text, outcome in outcomes.items():
+        position = [m["id"] for m in messages].index(outcome.user_message.message_id)
+        assert messages[position]["content"] == text
+        assert messages[position + 1]["id"] == outcome.message.message_id
+    # And the window holds all of them, in the same order
+    preview = alice.get(f"/projects/{project}/conversations/{thread}/context").body
+    assert [w["content"] for w in preview["window"]] == [m["content"] for m in messages]
+    detail = alice.get(f"/projects/{project}/conversations/{thread}").body["conversation"]
+    assert detail["turnCount"] == 3 and detail["messageCount"] == 6
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (
+            ModelThrottled("Bedrock throttled the request (ThrottlingException)"),
+            503,
+            "model_throttled",
+        ),
+        (ModelUnavailable("Bedrock is unavailable"), 503, "model_unavailable"),
+        (ModelTimeout("Bedrock did not answer in time"), 504, "model_timeout"),
+        (
+            ModelRejected("Bedrock rejected the request (ValidationException)"),
+            502,
+            "model_rejected",
+        ),
+        (ModelError("Bedrock failed (InternalServerException)"), 502, "model_error"),
+        (RuntimeError("provider bug"), 502, "model_error"),
+    ],
+)
+def test_a_failed_model_call_saves_the_message_and_an_error_reply(
+    alice: Api,
+    make_project: MakeProject,
+    use_provider: Callable[[Any], None],
+    error: Exception,
+    status: int,
+    code: str,
+) -> None:
+    project = make_project(alice)
+    thread = say(alice, project, "hello").body["conversation"]["id"]
+    use_provider(Failing(error))
+    # When
+    failed = say(alice, project, "are you there?", thread)
+    # Then the reply is a clear upstream error that names the saved messages
+    assert failed.status == status
+    assert failed.body["error"]["code"] == code
+    [ids] = failed.body["error"]["details"]
+    messages = alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
+    assert [m["id"] for m in messages[-2:]] == [ids["userMessageId"], ids["assistantMessageId"]]
+    assert messages[-2]["content"] == "are you there?"
+    assert messages[-1]["status"] == "error" and messages[-1]["error"]
+    # And the session stays consistent: the next turn works and sees the unanswered message
+    recording = Recorder()
+    use_provider(recording)
+    assert say(alice, project, "try again", thread).status == 200
+    assert [m.text for m in recording.requests[-1].messages if m.role == "user"] == [
+        "hello",
+        "are you there?",
+        "try again",
+    ]
+
+
+def test_a_failed_turn_retried_with_its_key_is_not_saved_twice(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None]
+) -> None:
+    project = make_project(alice)
+    use_provider(Failing(ModelThrottled("slow down")))
+    headers = {"Idempotency-Key": "failing-1"}
+    first = alice.post(f"/projects/{project}/chat", {"message": "hello"}, headers=headers)
+    again = alice.post(f"/projects/{project}/chat", {"message": "hello"}, headers=headers)
+    assert first.status == again.status == 503
+    assert again.body == first.body
+    thread = first.body["error"]["details"][0]["conversationId"]
+    assert len(alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]) == 2
+
+
+@pytest.fixture
+def bedrock() -> Iterator[tuple[BedrockProvider, Stubber]]:
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with Stubber(client) as stubber:
+        yield BedrockProvider(client), stubber
+        stubber.assert_no_pending_responses()
+
+
+def test_a_bedrock_turn_with_a_tool_round_saves_the_memory_and_the_reply(
+    alice: Api,
+    make_project: MakeProject,
+    use_provider: Callable[[Any], None],
+    bedrock: tuple[BedrockProvider, Stubber],
+) -> None:
+    provider, stubber = bedrock
+    use_provider(provider)
+    usage = {"inputTokens": 50, "outputTokens": 10, "totalTokens": 60}
+    stubber.add_response(
+        "converse",
+        {
+            "output": {
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "toolUse": {
+                                "toolUseId": "tool-1",
+                                "name": "save_preference",
+                                "input": {
+                                    "key": "tone",
+                                    "value": "warm, plainspoken",
+                                    "category": "brand",
+                                    "scope": "persistent",
+                                },
+                            }
+                        }
+                    ],
+                }
+            },
+            "stopReason": "tool_use",
+            "usage": usage,
+            "metrics": {"latencyMs": 10},
+        },
+    )
+    stubber.add_response(
+        "converse",
+        {
+            "output": {
+                "message": {"role": "assistant", "content": [{"text": "Noted: warm tone."}]}
+            },
+            "stopReason": "end_turn",
+            "usage": usage,
+            "metrics": {"latencyMs": 10},
+        },
+    )
+    project = make_project(alice)
+    reply = say(alice, project, "Our tone is warm and plainspoken")
+    assert reply.status == 200, reply
+    assert reply.body["message"]["content"] == "Noted: warm tone."
+    assert reply.body["memoriesSaved"] == [
+        {"key": "tone", "value": "warm, plainspoken", "category": "brand", "scope": "persistent"}
+    ]
+    assert reply.body["usage"] == {"inputTokens": 100, "outputTokens": 20}
+    thread = reply.body["conversation"]["id"]
+    roles = [
+        m["role"] for m in alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
+    ]
+    assert roles == ["user", "tool", "assistant"]

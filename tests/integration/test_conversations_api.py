@@ -1,0 +1,237 @@
+"""Conversations through the real handler, over the embedded DynamoDB."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+
+from local import template
+from recall.domain import clock
+from recall.domain.ids import new_id
+from recall.domain.messages import Message
+from recall.domain.session import Session
+from recall.settings import get_settings
+from recall.store.messages import MessageStore, thread_of
+from recall.store.sessions import SessionStore
+from tests.conftest import Api
+
+MakeProject = Callable[..., str]
+
+
+def start(api: Api, project: str, title: str | None = None) -> dict[str, Any]:
+    reply = api.post(f"/projects/{project}/conversations", {"title": title} if title else None)
+    assert reply.status == 201, reply
+    body: dict[str, Any] = reply.body
+    return body
+
+
+def test_editor_starts_a_conversation_and_sees_it_listed(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    # When
+    created = start(alice, project, "Homepage ideas")
+    # Then
+    listed = alice.get(f"/projects/{project}/conversations")
+    assert listed.status == 200
+    [row] = listed.body["conversations"]
+    assert row["id"] == created["id"]
+    assert row["title"] == "Homepage ideas"
+    assert row["period"] == "today"
+    assert listed.body["nextCursor"] is None
+
+
+def test_another_users_threads_are_invisible_and_404(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given a shared project where both are editors
+    project = make_project(alice, {bob: "editor"})
+    thread = start(alice, project)["id"]
+    # Then bob sees none of alice's threads and each of them is 404 to him
+    assert bob.get(f"/projects/{project}/conversations").body["conversations"] == []
+    assert bob.get(f"/projects/{project}/conversations/{thread}").status == 404
+    assert bob.patch(f"/projects/{project}/conversations/{thread}", {"title": "x"}).status == 404
+    assert bob.delete(f"/projects/{project}/conversations/{thread}").status == 404
+    assert alice.get(f"/projects/{project}/conversations/{thread}").status == 200
+
+
+def test_a_thread_id_under_another_project_is_404(alice: Api, make_project: MakeProject) -> None:
+    first, second = make_project(alice), make_project(alice)
+    thread = start(alice, first)["id"]
+    assert alice.get(f"/projects/{second}/conversations/{thread}").status == 404
+    assert alice.get(f"/projects/{second}/conversations").body["conversations"] == []
+
+
+def test_non_member_gets_403_on_every_conversation_route_not_an_empty_list(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    thread = start(alice, project)["id"]
+    base = f"/projects/{project}/conversations"
+    for reply in (
+        bob.get(base),
+        bob.post(base, {"title": "mine"}),
+        bob.get(f"{base}/{thread}"),
+        bob.patch(f"{base}/{thread}", {"title": "x"}),
+        bob.delete(f"{base}/{thread}"),
+    ):
+        assert reply.status == 403, reply
+        assert reply.body == {
+            "error": {"code": "forbidden", "message": reply.body["error"]["message"]}
+        }
+
+
+def test_viewer_reads_own_threads_but_cannot_start_rename_or_delete(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given bob was an editor with a thread, then became a viewer
+    project = make_project(alice, {bob: "editor"})
+    thread = start(bob, project)["id"]
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "viewer"}).status == 200
+    base = f"/projects/{project}/conversations"
+    # Then he reads, but every write is 403
+    assert bob.get(base).status == 200
+    assert bob.get(f"{base}/{thread}").status == 200
+    assert bob.post(base, {"title": "new"}).status == 403
+    assert bob.patch(f"{base}/{thread}", {"title": "renamed"}).status == 403
+    assert bob.delete(f"{base}/{thread}").status == 403
+
+
+def test_sixty_threads_page_as_fifty_newest_first_then_ten(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    ids = [start(alice, project, f"thread {n}")["id"] for n in range(60)]
+    # When
+    first = alice.get(f"/projects/{project}/conversations")
+    rest = alice.get(
+        f"/projects/{project}/conversations", query=f"cursor={first.body['nextCursor']}"
+    )
+    # Then
+    assert [row["id"] for row in first.body["conversations"]] == ids[::-1][:50]
+    assert [row["id"] for row in rest.body["conversations"]] == ids[::-1][50:]
+    assert rest.body["nextCursor"] is None
+
+
+def test_renaming_a_thread_moves_it_to_the_top(alice: Api, make_project: MakeProject) -> None:
+    project = make_project(alice)
+    oldest, _, _ = (start(alice, project, f"t{n}")["id"] for n in range(3))
+    renamed = alice.patch(
+        f"/projects/{project}/conversations/{oldest}", {"title": "Spring campaign"}
+    )
+    assert renamed.status == 200
+    assert renamed.body["title"] == "Spring campaign"
+    rows = alice.get(f"/projects/{project}/conversations").body["conversations"]
+    assert rows[0]["id"] == oldest
+
+
+def test_limit_is_bounded_and_archived_threads_are_listed_apart(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    kept, archived = start(alice, project)["id"], start(alice, project)["id"]
+    assert (
+        alice.patch(f"/projects/{project}/conversations/{archived}", {"archived": True}).status
+        == 200
+    )
+    base = f"/projects/{project}/conversations"
+    assert [r["id"] for r in alice.get(base).body["conversations"]] == [kept]
+    assert [r["id"] for r in alice.get(base, query="archived=true").body["conversations"]] == [
+        archived
+    ]
+    assert alice.patch(f"{base}/{archived}", {"archived": False}).status == 200
+    assert len(alice.get(base).body["conversations"]) == 2
+    assert alice.get(base, query="limit=101").status == 422
+    assert alice.get(base, query="limit=0").status == 422
+    assert len(alice.get(base, query="limit=1").body["conversations"]) == 1
+
+
+@pytest.mark.parametrize("cursor", ["not-base64!", "eyJ4IjoxfQ", "W10"])
+def test_a_tampered_cursor_is_422_not_500(
+    alice: Api, make_project: MakeProject, cursor: str
+) -> None:
+    project = make_project(alice)
+    reply = alice.get(f"/projects/{project}/conversations", query=f"cursor={cursor}")
+    assert reply.status == 422
+    assert reply.body["error"]["details"][0]["field"] == "cursor"
+
+
+def test_bad_patch_bodies_are_422(alice: Api, make_project: MakeProject) -> None:
+    project = make_project(alice)
+    thread = start(alice, project)["id"]
+    base = f"/projects/{project}/conversations/{thread}"
+    assert alice.patch(base, {}).status == 422
+    assert alice.patch(base, {"title": "   "}).status == 422
+    assert alice.patch(base, {"archived": "yes"}).status == 422
+    assert alice.patch(base, {"owner": "me"}).status == 422
+
+
+def _seed_thread(user: str, project: str, conversation: str, count: int) -> list[str]:
+    settings = get_settings()
+    store = MessageStore(settings)
+    thread = thread_of(user, project, conversation)
+    client = boto3.client("dynamodb")
+    ids = []
+    for n in range(count):
+        message = Message(
+            message_id=new_id(),
+            role="user" if n % 2 == 0 else "assistant",
+            content=f"message {n}",
+            created_at=clock.stamp(clock.now()),
+        )
+        client.put_item(**store.put_request(thread, message))
+        ids.append(message.message_id)
+    SessionStore(settings).put(thread, Session(window=[]), None)
+    return ids
+
+
+def _items_under(table: str, key: str, prefix: str) -> list[dict[str, Any]]:
+    client = boto3.client("dynamodb")
+    items: list[dict[str, Any]] = client.scan(TableName=table)["Items"]
+    return [item for item in items if item.get(key, {}).get("S", "").startswith(prefix)]
+
+
+def test_messages_page_newest_first_and_each_page_reads_oldest_first(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    thread = start(alice, project)["id"]
+    ids = _seed_thread(alice.sub or "", project, thread, 7)
+    base = f"/projects/{project}/conversations/{thread}"
+    newest = alice.get(base, query="limit=3")
+    assert [m["id"] for m in newest.body["messages"]] == ids[4:]
+    older = alice.get(base, query=f"limit=3&cursor={newest.body['nextCursor']}")
+    assert [m["id"] for m in older.body["messages"]] == ids[1:4]
+
+
+def test_deleting_a_thread_leaves_nothing_behind_in_any_table(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a thread with messages, a session and thread-scoped memory
+    project = make_project(alice)
+    thread = start(alice, project)["id"]
+    keep = start(alice, project)["id"]
+    user = alice.sub or ""
+    _seed_thread(user, project, thread, 60)
+    _seed_thread(user, project, keep, 2)
+    owner = f"{user}#{project}"
+    client = boto3.client("dynamodb")
+    memories = template.table_names()["MemoriesTable"]
+    for sk in (f"T#{thread}#tone", f"H#T#{thread}#tone#{new_id()}", f"T#{keep}#tone"):
+        client.put_item(TableName=memories, Item={"owner": {"S": owner}, "sk": {"S": sk}})
+    # When
+    deleted = alice.delete(f"/projects/{project}/conversations/{thread}")
+    # Then nothing of the thread remains, and the other thread is untouched
+    assert deleted.status == 204
+    prefix = f"{user}#{project}#{thread}"
+    assert _items_under("MessagesTable", "thread", prefix) == []
+    assert _items_under("SessionsTable", "thread", prefix) == []
+    assert _items_under("ConversationsTable", "owner", owner) != []
+    remaining = [i["sk"]["S"] for i in _items_under(memories, "owner", owner)]
+    assert remaining == [f"T#{keep}#tone"]
+    assert len(_items_under("MessagesTable", "thread", f"{user}#{project}#{keep}")) == 2
+    assert alice.get(f"/projects/{project}/conversations/{thread}").status == 404
+    assert alice.delete(f"/projects/{project}/conversations/{thread}").status == 404

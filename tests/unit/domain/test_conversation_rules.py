@@ -1,0 +1,93 @@
+"""Pure rules of threads, roles and the active window."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from recall.domain.access import Role, require
+from recall.domain.conversations import Period, period_of, title_from_message
+from recall.domain.ids import is_id, new_id
+from recall.domain.messages import Message
+from recall.domain.session import Session, rebuilt, trimmed, with_turn
+from recall.errors import Forbidden
+
+NOW = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("updated_at", "period"),
+    [
+        ("2026-11-29T00:00:00.000Z", Period.TODAY),
+        ("2026-11-28T23:59:59.000Z", Period.YESTERDAY),
+        ("2026-11-22T12:00:00.000Z", Period.PREVIOUS_7_DAYS),
+        ("2026-10-30T12:00:00.000Z", Period.PREVIOUS_30_DAYS),
+        ("2026-10-29T12:00:00.000Z", Period.OLDER),
+    ],
+)
+def test_each_thread_gets_the_period_it_was_last_updated_in(
+    updated_at: str, period: Period
+) -> None:
+    assert period_of(updated_at, NOW) is period
+
+
+def test_a_title_is_the_first_message_on_one_line_trimmed_at_a_word() -> None:
+    assert title_from_message("  Make the\nheader   dark ", 80) == "Make the header dark"
+    long = title_from_message("word " * 40, 30)
+    assert len(long) <= 30
+    assert long.endswith("…")
+    assert title_from_message("   ", 80) == "New conversation"
+
+
+def test_no_role_and_too_low_a_role_are_both_forbidden() -> None:
+    with pytest.raises(Forbidden):
+        require(None, Role.VIEWER)
+    with pytest.raises(Forbidden):
+        require(Role.VIEWER, Role.EDITOR)
+    assert require(Role.OWNER, Role.EDITOR) is Role.OWNER
+
+
+def test_ids_increase_even_within_one_millisecond() -> None:
+    ids = [new_id() for _ in range(1000)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == 1000
+    assert all(is_id(value) for value in ids)
+
+
+def _message(role: str, n: int, status: str = "complete") -> Message:
+    return Message.model_validate(
+        {
+            "message_id": new_id(),
+            "role": role,
+            "content": f"m{n}",
+            "status": status,
+            "created_at": "2026-11-29T00:00:00.000Z",
+        }
+    )
+
+
+def test_the_window_keeps_the_last_twenty_messages() -> None:
+    session = Session()
+    for n in range(15):
+        session = with_turn(session, [_message("user", n), _message("assistant", n)], 20, 300_000)
+    assert [m.content for m in session.window] == [f"m{n}" for n in range(5, 15) for _ in (0, 1)]
+    assert session.version == 15
+
+
+def test_tool_rounds_and_failed_replies_stay_out_of_the_window() -> None:
+    added = [_message("user", 1), _message("tool", 1), _message("assistant", 1, "error")]
+    assert [m.role for m in with_turn(Session(), added, 20, 300_000).window] == ["user"]
+
+
+def test_the_window_also_fits_a_byte_budget() -> None:
+    big = [_message("user", n).model_copy(update={"content": "x" * 1000}) for n in range(10)]
+    assert len(trimmed(big, 20, 4000)) == 3
+
+
+def test_a_rebuilt_window_starts_after_the_clear_context_marker() -> None:
+    before = [_message("user", 0), _message("assistant", 0)]
+    marker = new_id()
+    after = [_message("user", 1), _message("assistant", 1)]
+    assert [m.content for m in rebuilt(before + after, marker, 20)] == ["m1", "m1"]
+    assert len(rebuilt(before + after, None, 3)) == 3
