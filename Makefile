@@ -31,7 +31,7 @@ format: install
 	$(VENV)/bin/ruff format .
 
 typecheck: install
-	$(VENV)/bin/mypy layers/recall/recall functions local
+	$(VENV)/bin/mypy layers/recall/recall functions local bench
 
 template-lint: install
 	$(VENV)/bin/cfn-lint template.yaml

@@ -234,12 +234,17 @@ def serve(port: int = 0, store: embedded.EmbeddedStore | None = None) -> LocalAp
     return LocalApi(server, thread, active, owns_store)
 
 
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+def _stop(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C and ``kill`` stop alike, even where a shell started us ignoring SIGINT."""
     raise KeyboardInterrupt
 
 
 def main() -> int:
-    port = int(os.environ.get("PORT", DEFAULT_PORT))
+    port_text = os.environ.get("PORT", str(DEFAULT_PORT))
+    if not port_text.isdigit():
+        print(f"PORT must be a port number, not {port_text!r}", file=sys.stderr)
+        return 2
+    port = int(port_text)
     warnings.filterwarnings("ignore", message="No application metrics")
     print(AUTH_WARNING, flush=True)
     try:
@@ -247,7 +252,8 @@ def main() -> int:
     except OSError as exc:
         print(f"cannot listen on {HOST}:{port}: {exc.strerror}; set PORT", file=sys.stderr)
         return 1
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, _stop)
     print(
         f"Recall API ready on {api.url} (Ctrl-C stops) - try: "
         f"curl -H 'Authorization: Bearer {demo_token('demo-user')}' {api.url}/projects",

@@ -19,8 +19,10 @@ from recall.domain.prompt import (
     ModelThrottled,
     ModelTimeout,
     ModelUnavailable,
+    ToolCall,
 )
 from recall.providers.bedrock import BedrockProvider
+from recall.providers.json_protocol import JsonProtocolProvider
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
@@ -492,3 +494,95 @@ def test_a_bedrock_turn_with_a_tool_round_saves_the_memory_and_the_reply(
         m["role"] for m in alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
     ]
     assert roles == ["user", "tool", "assistant"]
+
+
+class AlwaysTools:
+    """A model that never stops calling tools while it is offered them."""
+
+    def __init__(self) -> None:
+        self.offered: list[int] = []
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        self.offered.append(len(request.tools))
+        if not request.tools:
+            return ModelReply(text="Done.", stop_reason="end_turn")
+        call = ToolCall(
+            id=f"t{len(self.offered)}",
+            name="save_preference",
+            input={"key": f"rule_{len(self.offered)}", "value": "v", "category": "context"},
+        )
+        return ModelReply(tool_calls=[call], stop_reason="tool_use")
+
+
+def test_tool_rounds_are_bounded(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None]
+) -> None:
+    model = AlwaysTools()
+    use_provider(model)
+    project = make_project(alice)
+    reply = say(alice, project, "go")
+    rounds = get_settings().tool_rounds_max
+    assert reply.status == 200
+    assert model.offered == [2] * rounds + [0]
+    assert len(reply.body["memoriesSaved"]) == rounds
+    assert reply.body["message"]["content"] == "Done."
+
+
+class JsonSpeaker:
+    """A model without native tool calls that follows the JSON reply protocol."""
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        assert request.tools == []
+        return ModelReply(
+            text=(
+                '```json\n{"reply": "Will do.", "updates": {"remember": '
+                '{"key": "palette", "value": "earthy greens", "scope": "persistent", '
+                '"category": "preferences"}}}\n```'
+            )
+        )
+
+
+def test_a_json_protocol_model_saves_memory_through_the_same_tools(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None]
+) -> None:
+    use_provider(JsonProtocolProvider(JsonSpeaker()))
+    project = make_project(alice)
+    reply = say(alice, project, "Use an earthy green palette from now on")
+    assert reply.status == 200
+    assert reply.body["message"]["content"] == "Will do."
+    assert reply.body["memoriesSaved"] == [
+        {
+            "key": "palette",
+            "value": "earthy greens",
+            "category": "preferences",
+            "scope": "persistent",
+        }
+    ]
+    memories = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert [(m["key"], m["source"]) for m in memories] == [("palette", "explicit")]
+
+
+def test_a_model_that_writes_bad_tool_input_gets_an_error_result_not_a_failed_turn(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None]
+) -> None:
+    class BadTool:
+        def __init__(self) -> None:
+            self.results: list[Any] = []
+
+        def converse(self, request: ModelRequest) -> ModelReply:
+            last = request.messages[-1]
+            if last.tool_results:
+                self.results = last.tool_results
+                return ModelReply(text="Sorry.")
+            call = ToolCall(
+                id="t1", name="save_preference", input={"key": "Bad Key!", "value": "x"}
+            )
+            return ModelReply(tool_calls=[call], stop_reason="tool_use")
+
+    model = BadTool()
+    use_provider(model)
+    project = make_project(alice)
+    reply = say(alice, project, "go")
+    assert reply.status == 200
+    assert reply.body["memoriesSaved"] == []
+    assert [result.is_error for result in model.results] == [True]

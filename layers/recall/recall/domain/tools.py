@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from recall.domain.prompt import ToolSpec
+from recall.settings import Settings
 
 SAVE_PREFERENCE: Final = "save_preference"
 FORGET_PREFERENCE: Final = "forget_preference"
@@ -18,7 +19,8 @@ MEMORY_CATEGORIES: Final = ("brand", "preferences", "forbidden", "context", "his
 MEMORY_SCOPES: Final = ("persistent", "thread")
 DEFAULT_SCOPE: Final = "persistent"
 KEY_PATTERN: Final = r"^[a-z0-9_.-]{1,64}$"
-MAX_VALUE_LENGTH: Final = 500
+# The tool schema is static, so it carries the default limit; the store enforces the setting.
+MAX_VALUE_LENGTH: Final[int] = Settings.model_fields["memory_value_max_chars"].default
 
 _KEY_SCHEMA: Final[dict[str, Any]] = {
     "type": "string",

@@ -1,0 +1,1 @@
+"""Benchmarks: ratios taken within one run, since these machines are shared and noisy."""

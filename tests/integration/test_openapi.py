@@ -1,0 +1,25 @@
+"""The API publishes one OpenAPI document that matches the code and the template."""
+
+from __future__ import annotations
+
+import json
+
+from local import openapi, runtime, template
+
+
+def test_the_published_document_is_current() -> None:
+    assert openapi.DOCUMENT.read_text() == openapi.rendered(), "run `make openapi`"
+
+
+def test_every_template_route_is_documented_and_served_without_a_token() -> None:
+    event = runtime.http_event("GET", "/openapi.json")
+    reply = runtime.invoke("ProjectsFunction", event)
+    assert reply["statusCode"] == 200
+    document = json.loads(reply["body"])
+    documented = {
+        (method.upper(), path.replace("<", "{").replace(">", "}"))
+        for path, operations in document["paths"].items()
+        for method in operations
+    }
+    routes = {(r.method, r.path) for r in template.routes() if r.path != "/openapi.json"}
+    assert routes <= documented
