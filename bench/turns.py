@@ -15,12 +15,8 @@ from typing import Any
 import warnings
 
 from local import embedded, runtime
-from recall.domain import clock
-from recall.domain.ids import new_id
-from recall.domain.messages import Message
-from recall.settings import get_settings
-from recall.store.dynamodb import dynamodb_client, to_item
-from recall.store.messages import MessageStore, thread_of
+from local.seed import grow_thread
+from recall.store.dynamodb import dynamodb_client
 
 USER = "bench-user"
 
@@ -32,39 +28,6 @@ def call(method: str, path: str, body: Any = None) -> dict[str, Any]:
         found[0].function, runtime.http_event(method, path, body=body, sub=USER)
     )
     return reply
-
-
-def grow(project: str, conversation: str, count: int) -> None:
-    settings = get_settings()
-    store = MessageStore(settings)
-    thread = thread_of(USER, project, conversation)
-    client = dynamodb_client()
-    requests = [
-        {
-            "PutRequest": {
-                "Item": store.put_request(
-                    thread,
-                    Message(
-                        message_id=new_id(),
-                        role="user" if n % 2 == 0 else "assistant",
-                        content=f"old message {n}",
-                        created_at=clock.stamp(clock.now()),
-                    ),
-                )["Item"]
-            }
-        }
-        for n in range(count)
-    ]
-    for start in range(0, len(requests), 25):
-        client.batch_write_item(
-            RequestItems={settings.messages_table: requests[start : start + 25]}
-        )
-    client.update_item(
-        TableName=settings.conversations_table,
-        Key=to_item({"owner": f"{USER}#{project}", "conversationId": conversation}),
-        UpdateExpression="ADD messageCount :n",
-        ExpressionAttributeValues={":n": {"N": str(count)}},
-    )
 
 
 def main() -> int:
@@ -81,7 +44,7 @@ def main() -> int:
                 call("POST", f"/projects/{project}/chat", {"message": "hello"})["body"]
             )
             threads[name] = reply["conversation"]["id"]
-            grow(project, threads[name], length - 2)
+            grow_thread(USER, project, threads[name], length - 2)
         sent: list[str] = []
         dynamodb_client().meta.events.register(
             "before-call.dynamodb", lambda model, **kwargs: sent.append(model.name)

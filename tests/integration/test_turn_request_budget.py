@@ -7,14 +7,10 @@ from typing import Any
 
 import pytest
 
-from recall.domain import clock
-from recall.domain.ids import new_id
-from recall.domain.messages import Message
+from local.seed import grow_thread
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.providers.offline import OfflineProvider
-from recall.settings import get_settings
-from recall.store.dynamodb import dynamodb_client, to_item
-from recall.store.messages import MessageStore, thread_of
+from recall.store.dynamodb import dynamodb_client
 from recall.wiring import chat_service
 from tests.conftest import Api
 
@@ -46,38 +42,6 @@ def counter(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter]:
     events.unregister("before-call.dynamodb", counting)
 
 
-def _grow(user: str, project: str, conversation: str, count: int) -> None:
-    """Add ``count`` saved messages to a thread, as years of chatting would."""
-    settings = get_settings()
-    store = MessageStore(settings)
-    thread = thread_of(user, project, conversation)
-    items = [
-        {
-            "PutRequest": {
-                "Item": store.put_request(
-                    thread,
-                    Message(
-                        message_id=new_id(),
-                        role="user" if n % 2 == 0 else "assistant",
-                        content=f"old message {n}",
-                        created_at=clock.stamp(clock.now()),
-                    ),
-                )["Item"]
-            }
-        }
-        for n in range(count)
-    ]
-    client = dynamodb_client()
-    for start in range(0, len(items), 25):
-        client.batch_write_item(RequestItems={settings.messages_table: items[start : start + 25]})
-    client.update_item(
-        TableName=settings.conversations_table,
-        Key=to_item({"owner": f"{user}#{project}", "conversationId": conversation}),
-        UpdateExpression="ADD messageCount :n",
-        ExpressionAttributeValues={":n": {"N": str(count)}},
-    )
-
-
 @pytest.mark.parametrize("length", [10, 1000])
 def test_a_turn_reads_three_times_before_the_model_and_writes_once_after(
     alice: Api, make_project: MakeProject, counter: Counter, length: int
@@ -88,7 +52,7 @@ def test_a_turn_reads_three_times_before_the_model_and_writes_once_after(
         "id"
     ]
     alice.put(f"/projects/{project}/memories/tone", {"value": "warm", "category": "brand"})
-    _grow(alice.sub or "", project, thread, length - 2)
+    grow_thread(alice.sub or "", project, thread, length - 2)
     counter.operations.clear()
     counter.at_model.clear()
     # When
