@@ -1,7 +1,8 @@
 """``python -m local.invoke FUNCTION EVENT_FILE``: what ``sam local invoke FUNCTION -e
 EVENT_FILE`` does, without Docker. The function runs in-process over a fresh embedded
-DynamoDB; its response is printed as JSON on stdout and its logs go to stderr, so the
-output can be piped."""
+DynamoDB, seeded with the demo project and thread that the sample events name; the
+response is printed as JSON on stdout and the logs go to stderr, so the output can be
+piped."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import warnings
 
 from local import embedded, runtime, template
+from local.seed import seed_demo
 
 
 class UsageError(Exception):
@@ -62,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     with embedded.running(), redirect_stdout(sys.stderr):
+        seed_demo()
         response = runtime.invoke(function, event)
     print(json.dumps(response, indent=2, default=str))
     return 0

@@ -175,6 +175,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         else:
             self.close_connection = True
             reply = Reply.of_json(400, BAD_REQUEST)
+        elapsed = (time.perf_counter() - started) * 1000
+        print(f"{self.command} {self.path} {reply.status} {elapsed:.0f}ms", flush=True)
         self.send_response(reply.status)
         for key, value in reply.headers.items():
             if key.lower() not in {"content-length", "connection", "transfer-encoding"}:
@@ -185,8 +187,6 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(reply.body)
-        elapsed = (time.perf_counter() - started) * 1000
-        print(f"{self.command} {self.path} {reply.status} {elapsed:.0f}ms", flush=True)
 
     # http.server dispatches on do_<METHOD>; every method takes the same path.
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve  # noqa: N815

@@ -20,7 +20,6 @@ from local import embedded, template
 BIN = Path(sys.executable).parent
 RUNTIME_PLATFORM = "manylinux2014_aarch64"
 RUNTIME_PYTHON = "3.13"
-IN_PROGRESS = {"MemoriesFunction", "ChatFunction"}  # skipped only while app.py is missing
 
 REQUIREMENTS = [
     template.ROOT / "layers" / "recall" / "requirements.txt",
@@ -147,8 +146,6 @@ def test_each_function_handler_exists(function: str) -> None:
     properties = template.resources("AWS::Serverless::Function")[function]["Properties"]
     module, _, handler = properties["Handler"].rpartition(".")
     source = template.code_dirs()[function] / f"{module.replace('.', '/')}.py"
-    if not source.is_file() and function in IN_PROGRESS:
-        pytest.skip(f"{function} is being written: {source.name} does not exist yet")
     # When
     assert source.is_file(), f"{function}: Handler {properties['Handler']} but no {source}"
     tree = ast.parse(source.read_text())

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -12,22 +11,11 @@ from typing import Any
 import pytest
 
 from local import embedded, runtime, template
-from recall.domain import clock
-from recall.domain.access import Role
-from recall.domain.conversations import Conversation
-from recall.domain.projects import Member, Project
-from recall.errors import Conflict
-from recall.settings import get_settings
-from recall.store.conversations import ConversationStore
-from recall.wiring import project_store
+from local.seed import seed_demo
 
 EVENTS = template.ROOT / "events"
 EVENT_FILES = sorted(EVENTS.glob("*.json"))
 DEMO_USER = "demo-user"
-
-# Functions still being written: their events skip (saying why) until app.py lands. Take a
-# name out once its code exists, so a missing handler fails the run from then on.
-IN_PROGRESS = {"MemoriesFunction", "ChatFunction"}
 
 
 def function_of(event_file: Path) -> str:
@@ -51,44 +39,11 @@ def shared_id(name: str) -> str:
     return str(found.pop())
 
 
-@pytest.fixture(scope="module", autouse=True)
-def demo_project(embedded_store: embedded.EmbeddedStore) -> str:
-    """The project the events name, owned by their caller, so they get past the 403 every
-    non-member gets and reach the handler's real work."""
-    project_id = shared_id("projectId")
-    at = clock.stamp(clock.now())
-    project = Project(
-        project_id=project_id,
-        name="Corner Shop",
-        context={"type": "store", "currency": "EUR", "itemCount": 42},
-        created_by=DEMO_USER,
-        created_at=at,
-        updated_at=at,
-    )
-    owner = Member(project_id=project_id, user_id=DEMO_USER, role=Role.OWNER, added_at=at)
-    with contextlib.suppress(Conflict):  # seeded by an earlier module in this run
-        project_store().create(project, owner)
-    return project_id
-
-
 @pytest.fixture(autouse=True)
-def demo_thread(demo_project: str) -> str:
-    """The thread the events name, there before each event (a delete event removes it)."""
-    conversation_id = shared_id("conversationId")
-    conversations = ConversationStore(get_settings())
-    if conversations.get(DEMO_USER, demo_project, conversation_id) is None:
-        at = clock.stamp(clock.now())
-        conversations.create(
-            Conversation(
-                user_id=DEMO_USER,
-                project_id=demo_project,
-                conversation_id=conversation_id,
-                title="Homepage ideas",
-                created_at=at,
-                updated_at=at,
-            )
-        )
-    return conversation_id
+def demo(embedded_store: embedded.EmbeddedStore) -> tuple[str, str]:
+    """The project and thread the events name, there before each event (a delete event
+    removes the thread)."""
+    return seed_demo()
 
 
 def test_events_folder_has_events() -> None:
@@ -100,10 +55,9 @@ def test_event_file_gets_a_well_formed_response(event_file: Path) -> None:
     # Given
     function = function_of(event_file)
     event = load(event_file)
-    if not (template.code_dirs()[function] / "app.py").is_file():
-        if function in IN_PROGRESS:
-            pytest.skip(f"{function} is being written: its app.py does not exist yet")
-        pytest.fail(f"{event_file.name} targets {function}, which has no app.py")
+    assert (template.code_dirs()[function] / "app.py").is_file(), (
+        f"{event_file.name} targets {function}, which has no app.py"
+    )
     # When
     response = runtime.invoke(function, event)
     # Then
