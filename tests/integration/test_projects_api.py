@@ -123,3 +123,16 @@ def test_a_bad_role_is_422_listing_the_roles(
     reply = alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "admin"})
     assert reply.status == 422
     assert "owner" in reply.body["error"]["details"][0]["message"]
+
+
+def test_a_body_that_is_not_json_is_415_never_500(alice: Api) -> None:
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "application/xml"):
+        reply = alice.post("/projects", '{"name": "x"}', headers={"content-type": content_type})
+        assert reply.status == 415, (content_type, reply)
+        assert reply.body["error"]["code"] == "unsupported_media_type"
+
+
+def test_an_oversized_body_is_413(alice: Api) -> None:
+    reply = alice.post("/projects", {"name": "x", "context": {"notes": "x" * 300_000}})
+    assert reply.status == 413
+    assert reply.body["error"]["code"] == "payload_too_large"

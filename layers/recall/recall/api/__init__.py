@@ -9,7 +9,10 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 
 from recall.errors import (
     Conflict,
@@ -93,7 +96,17 @@ def new_resolver() -> APIGatewayHttpResolver:
     def _domain_error(error: DomainError) -> Response[Any]:
         return error_response(_status_of(error), error.code, error.message, error.details)
 
+    def _not_json() -> Response[Any]:
+        return error_response(
+            415,
+            "unsupported_media_type",
+            "Send the body as JSON with the header content-type: application/json.",
+        )
+
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
+        content_type = (app.current_event.headers.get("content-type") or "").lower()
+        if app.current_event.body and not content_type.startswith("application/json"):
+            return _not_json()
         errors = list(error.errors())
         if any(item.get("type") == "json_invalid" for item in errors):
             return error_response(400, "malformed_json", "The request body is not valid JSON.")
@@ -111,6 +124,7 @@ def new_resolver() -> APIGatewayHttpResolver:
 
     app.exception_handler(DomainError)(_domain_error)
     app.exception_handler(RequestValidationError)(_invalid_request)
+    app.exception_handler(RequestUnsupportedContentType)(lambda error: _not_json())
     app.exception_handler(Exception)(_unexpected)
     return app
 

@@ -1,0 +1,130 @@
+"""Whatever a client sends, the answer is never a 500: bounded fuzzing of every route with
+arbitrary JSON bodies, query strings and path values."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+import pytest
+
+from local import runtime, template
+from recall.domain import clock
+from recall.domain.access import Role
+from recall.domain.conversations import Conversation
+from recall.domain.projects import Member, Project
+from recall.errors import Conflict
+from recall.settings import get_settings
+from recall.store.conversations import ConversationStore
+from recall.wiring import project_store
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+FIELDS = st.sampled_from(
+    [
+        "name",
+        "context",
+        "role",
+        "title",
+        "archived",
+        "message",
+        "conversationId",
+        "model",
+        "value",
+        "category",
+        "scope",
+        "expiresAt",
+    ]
+)
+BODIES = st.one_of(
+    JSON,
+    st.dictionaries(FIELDS, JSON, max_size=5),
+    st.text(max_size=60).map(lambda text: text.encode()),
+)
+FUZZ_USER = "fuzz-user"
+PROJECT = "01M8MKFUZZ0000000000000000"
+THREAD = "01M8MKFUZZ0000000000000001"
+SEGMENT = st.one_of(
+    st.sampled_from([PROJECT, THREAD, "latest", "tone", FUZZ_USER]),
+    st.text(
+        alphabet=st.characters(blacklist_characters="/?#", blacklist_categories=("Cs",)),
+        min_size=1,
+        max_size=30,
+    ),
+)
+QUERY = st.dictionaries(
+    st.sampled_from(["limit", "cursor", "archived", "category", "conversationId"]),
+    st.text(alphabet="abcXYZ019-_=%.", max_size=20),
+    max_size=3,
+).map(lambda pairs: "&".join(f"{key}={value}" for key, value in pairs.items()))
+CONTENT_TYPES = st.sampled_from(
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "",
+    ]
+)
+ROUTES = template.routes()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fuzz_project(embedded_store: Any) -> None:
+    """A project and thread the fuzzing caller owns, so requests get past the role check."""
+    at = clock.stamp(clock.now())
+    with contextlib.suppress(Conflict):
+        project_store().create(
+            Project(
+                project_id=PROJECT, name="Fuzz", created_by=FUZZ_USER, created_at=at, updated_at=at
+            ),
+            Member(project_id=PROJECT, user_id=FUZZ_USER, role=Role.OWNER, added_at=at),
+        )
+    with contextlib.suppress(Conflict):
+        ConversationStore(get_settings()).create(
+            Conversation(
+                user_id=FUZZ_USER,
+                project_id=PROJECT,
+                conversation_id=THREAD,
+                title="Fuzz",
+                created_at=at,
+                updated_at=at,
+            )
+        )
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    route=st.sampled_from(ROUTES),
+    segments=st.lists(SEGMENT, min_size=3, max_size=3),
+    body=BODIES,
+    query=QUERY,
+    content_type=CONTENT_TYPES,
+)
+def test_no_request_gets_a_500(
+    route: template.Route, segments: list[str], body: Any, query: str, content_type: str
+) -> None:
+    values = iter(segments)
+    path = route.path
+    for name in route.pattern.groupindex:
+        path = path.replace("{" + name + "}", next(values))
+    raw = body if isinstance(body, bytes) else json.dumps(body)
+    headers = {"content-type": content_type} if content_type else {}
+    event = runtime.http_event(
+        route.method, path, body=raw, query=query, headers=headers, sub=FUZZ_USER
+    )
+    reply = runtime.invoke(route.function, event)
+    assert reply["statusCode"] < 500, (route.route_key, path, body, query, reply)
