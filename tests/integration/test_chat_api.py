@@ -586,3 +586,21 @@ def test_a_model_that_writes_bad_tool_input_gets_an_error_result_not_a_failed_tu
     assert reply.status == 200
     assert reply.body["memoriesSaved"] == []
     assert [result.is_error for result in model.results] == [True]
+
+
+def test_each_new_session_counts_toward_the_consolidation_gate(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    thread = say(alice, project, "one").body["conversation"]["id"]
+    say(alice, project, "two", thread)
+    say(alice, project, "another thread")
+    store = chat_service()._memories
+    assert store.meta(alice.sub or "", project).sessions_since_consolidation == 2
+    # A pruned session that is rebuilt is a new session
+    dynamodb_client().delete_item(
+        TableName=get_settings().sessions_table,
+        Key={"thread": {"S": thread_of(alice.sub or "", project, thread)}},
+    )
+    say(alice, project, "three", thread)
+    assert store.meta(alice.sub or "", project).sessions_since_consolidation == 3

@@ -370,6 +370,11 @@ class ChatService:
                     )
                 }
             )
+            if not exists:
+                # A new session item: the consolidation gate counts sessions.
+                items.append(
+                    {"Update": self._memories.session_started_request(user_id, project_id)}
+                )
             try:
                 self._turns.write(
                     items, session_index=len(saved), conversation_index=len(saved) + 1

@@ -387,15 +387,20 @@ class MemoryStore:
             },
         )
 
+    def session_started_request(self, user_id: str, project_id: str) -> dict[str, Any]:
+        """One more session since the last consolidation, for the turn's own transaction."""
+        return {
+            "TableName": self._table,
+            "Key": self._meta_key(owner_of(user_id, project_id)),
+            "UpdateExpression": "ADD #sessions :one",
+            "ExpressionAttributeNames": {"#sessions": "sessionsSinceConsolidation"},
+            "ExpressionAttributeValues": {":one": to_value(1)},
+        }
+
     def count_session(self, user_id: str, project_id: str) -> int:
         """One more session since the last consolidation; the new count."""
         result = self.client.update_item(
-            TableName=self._table,
-            Key=self._meta_key(owner_of(user_id, project_id)),
-            UpdateExpression="ADD #sessions :one",
-            ExpressionAttributeNames={"#sessions": "sessionsSinceConsolidation"},
-            ExpressionAttributeValues={":one": to_value(1)},
-            ReturnValues="UPDATED_NEW",
+            **self.session_started_request(user_id, project_id), ReturnValues="UPDATED_NEW"
         )
         return int(from_item(result["Attributes"])["sessionsSinceConsolidation"])
 
