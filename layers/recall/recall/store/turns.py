@@ -5,6 +5,7 @@ and one ``TransactWriteItems`` after it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+import time
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -13,7 +14,7 @@ from recall.domain.access import Role
 from recall.domain.conversations import Conversation
 from recall.domain.projects import Project
 from recall.domain.session import Session
-from recall.errors import Conflict, NotFound
+from recall.errors import Conflict, NotFound, Throttled
 from recall.store.conversations import ConversationStore, conversation_from, conversation_key
 from recall.store.dynamodb import Item, cancellation_codes, dynamodb_client, error_code, translate
 from recall.store.projects import ProjectStore
@@ -21,6 +22,8 @@ from recall.store.sessions import SessionStore, session_from, session_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+_UNPROCESSED_RETRIES = 5
 
 
 @dataclass
@@ -69,11 +72,16 @@ class TurnStore:
             }
             request[self._sessions.table] = {"Keys": [session_key(thread)], "ConsistentRead": True}
         found: dict[str, list[Item]] = {}
-        while request:
+        for attempt in range(_UNPROCESSED_RETRIES):
             result = self.client.batch_get_item(RequestItems=request)
             for table, items in result.get("Responses", {}).items():
                 found.setdefault(table, []).extend(items)
             request = dict(result.get("UnprocessedKeys", {}))
+            if not request:
+                break
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        else:
+            raise Throttled("The store is busy; try again shortly.")
         project, role = self._projects.read_project_and_role(found.get(self._projects.table, []))
         conversations = found.get(self._conversations.table, [])
         sessions = found.get(self._sessions.table, [])
