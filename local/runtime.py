@@ -71,11 +71,10 @@ _instances_lock = threading.Lock()
 def invoke(function: str, event: dict[str, Any]) -> Any:
     """One invocation at a time per function, as one Lambda instance runs them: the
     resolver keeps the current event on the module-level app."""
-    module = handler_module(function)
     with _instances_lock:
         instance = _instances.setdefault(function, threading.Lock())
     with instance:
-        return module.lambda_handler(event, new_context(function))
+        return handler_module(function).lambda_handler(event, new_context(function))
 
 
 def match_route(method: str, path: str) -> tuple[template.Route, dict[str, str]] | None:

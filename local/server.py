@@ -126,11 +126,6 @@ class Reply:
         return cls(int(result["statusCode"]), headers, list(result.get("cookies") or []), raw)
 
 
-# Lambda runs one event at a time per environment and the handlers keep per-event state in
-# module globals (the resolver's current event, the logger's keys), so invocations queue.
-_invoking = threading.Lock()
-
-
 def handle(method: str, target: str, headers: dict[str, str], body: bytes | None) -> Reply:
     """One request through API Gateway's steps: route, authorize, build the event, invoke."""
     path, _, query = target.partition("?")
@@ -150,8 +145,7 @@ def handle(method: str, target: str, headers: dict[str, str], body: bytes | None
     if cookie_header:
         event["cookies"] = [part.strip() for part in cookie_header.split(";") if part.strip()]
     try:
-        with _invoking:
-            result = runtime.invoke(route.function, event)
+        result = runtime.invoke(route.function, event)  # one at a time per function
     except Exception:  # a crashed function is API Gateway's 500, and the server goes on
         traceback.print_exc()
         return Reply.of_json(500, INTERNAL_ERROR)
