@@ -57,7 +57,6 @@ class Settings(BaseModel):
     consolidate_min_memories: int = 5
     thread_memory_cap: int = 50
     memory_write_attempts: int = 5
-    memory_due_shards: int = 8
     memory_ttl_grace_hours: int = 48
 
     # Model
@@ -74,6 +73,11 @@ class Settings(BaseModel):
     model_max_attempts: int = 4
     model_read_timeout_seconds: int = 25
     model_connect_timeout_seconds: int = 3
+
+    # Store and maintenance
+    due_shards: int = 8
+    dynamodb_max_attempts: int = 4
+    member_change_attempts: int = 3
 
     # HTTP
     request_body_max_bytes: int = 262_144

@@ -4,15 +4,14 @@ place where errors become status codes and the API's error body
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from aws_lambda_powertools.event_handler.openapi.exceptions import (
-    RequestUnsupportedContentType,
-    RequestValidationError,
-)
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from recall.errors import (
     Conflict,
@@ -81,32 +80,45 @@ def caller_id(app: APIGatewayHttpResolver) -> str:
     return subject
 
 
-def _limit_body_size(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
-    body = app.current_event.body or ""
-    limit = get_settings().request_body_max_bytes
-    if len(body.encode()) > limit:
-        return error_response(413, TooLarge.code, f"The request body is over {limit} bytes.")
-    return next_middleware(app)
+def _raw_error(status: int, code: str, message: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps({"error": {"code": code, "message": message}}),
+        "isBase64Encoded": False,
+    }
+
+
+class JsonResolver(APIGatewayHttpResolver):
+    """JSON in, JSON out. A body that is too large or not JSON is refused before anything
+    parses it, so no parser of another media type ever sees client bytes."""
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        body = event.get("body") or ""
+        limit = get_settings().request_body_max_bytes
+        size = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(body.encode())
+        if size > limit:
+            return _raw_error(413, TooLarge.code, f"The request body is over {limit} bytes.")
+        headers = {str(key).lower(): value for key, value in (event.get("headers") or {}).items()}
+        content_type = str(headers.get("content-type") or "application/json").lower()
+        method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
+        sends_body = bool(body) or method in {"POST", "PUT", "PATCH"}
+        if sends_body and not content_type.startswith("application/json"):
+            return _raw_error(
+                415,
+                "unsupported_media_type",
+                "Send the body as JSON with the header content-type: application/json.",
+            )
+        return super().resolve(event, context)
 
 
 def new_resolver() -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True)
-    app.use(middlewares=[_limit_body_size])
+    app = JsonResolver(enable_validation=True)
 
     def _domain_error(error: DomainError) -> Response[Any]:
         return error_response(_status_of(error), error.code, error.message, error.details)
 
-    def _not_json() -> Response[Any]:
-        return error_response(
-            415,
-            "unsupported_media_type",
-            "Send the body as JSON with the header content-type: application/json.",
-        )
-
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
-        content_type = (app.current_event.headers.get("content-type") or "").lower()
-        if app.current_event.body and not content_type.startswith("application/json"):
-            return _not_json()
         errors = list(error.errors())
         if any(item.get("type") == "json_invalid" for item in errors):
             return error_response(400, "malformed_json", "The request body is not valid JSON.")
@@ -124,7 +136,6 @@ def new_resolver() -> APIGatewayHttpResolver:
 
     app.exception_handler(DomainError)(_domain_error)
     app.exception_handler(RequestValidationError)(_invalid_request)
-    app.exception_handler(RequestUnsupportedContentType)(lambda error: _not_json())
     app.exception_handler(Exception)(_unexpected)
     return app
 

@@ -156,7 +156,9 @@ def answer_once(
 
     once = idempotent_function(
         data_keyword_argument="request",
-        persistence_store=persistence_layer(settings.idempotency_table),
+        persistence_store=persistence_layer(
+            settings.idempotency_table, settings.dynamodb_max_attempts
+        ),
         config=config,
     )(run)
     try:

@@ -13,8 +13,6 @@ from recall.observability import logger
 from recall.settings import Settings
 from recall.store.projects import ProjectStore
 
-_RETRIES = 3
-
 
 class ProjectService:
     def __init__(self, settings: Settings, projects: ProjectStore) -> None:
@@ -76,7 +74,7 @@ class ProjectService:
     ) -> tuple[Member, bool]:
         """Add or change a member; ``True`` when they were added."""
         require(self._projects.role_of(project_id, user_id), Role.OWNER)
-        for attempt in range(_RETRIES):
+        for attempt in range(self._settings.member_change_attempts):
             before = self._projects.role_of(project_id, member_id)
             member = Member(
                 project_id=project_id,
@@ -90,7 +88,7 @@ class ProjectService:
             try:
                 self._projects.change_member(member, before, role, owner_delta(before, role))
             except Conflict:
-                if attempt == _RETRIES - 1:
+                if attempt == self._settings.member_change_attempts - 1:
                     raise
                 continue
             logger.info(
@@ -101,7 +99,7 @@ class ProjectService:
 
     def remove_member(self, user_id: str, project_id: str, member_id: str) -> None:
         require(self._projects.role_of(project_id, user_id), Role.OWNER)
-        for attempt in range(_RETRIES):
+        for attempt in range(self._settings.member_change_attempts):
             before = self._projects.role_of(project_id, member_id)
             if before is None:
                 raise NotFound("That user is not a member of this project.")
@@ -110,7 +108,7 @@ class ProjectService:
             try:
                 self._projects.change_member(member, before, None, owner_delta(before, None))
             except Conflict:
-                if attempt == _RETRIES - 1:
+                if attempt == self._settings.member_change_attempts - 1:
                     raise
                 continue
             logger.info("member removed", extra={"project_id": project_id, "was": before})

@@ -17,6 +17,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from recall.errors import Conflict, Invalid, Throttled
+from recall.settings import get_settings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -36,7 +37,10 @@ _THROTTLING = {
 @lru_cache(maxsize=1)
 def dynamodb_client() -> DynamoDBClient:
     """Made on first use, never at import, so tests can point it at moto first."""
-    return boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 4}))
+    attempts = get_settings().dynamodb_max_attempts
+    return boto3.client(
+        "dynamodb", config=Config(retries={"mode": "standard", "max_attempts": attempts})
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -12,8 +12,7 @@ from botocore.config import Config
 
 
 @lru_cache(maxsize=4)
-def persistence_layer(table: str) -> DynamoDBPersistenceLayer:
-    client = boto3.client(
-        "dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 4})
-    )
+def persistence_layer(table: str, max_attempts: int) -> DynamoDBPersistenceLayer:
+    config = Config(retries={"mode": "standard", "max_attempts": max_attempts})
+    client = boto3.client("dynamodb", config=config)
     return DynamoDBPersistenceLayer(table_name=table, boto3_client=client)

@@ -138,7 +138,7 @@ class MemoryStore:
         self._cap = settings.memory_cap
         self._thread_cap = settings.thread_memory_cap
         self._attempts = settings.memory_write_attempts
-        self._shards = settings.memory_due_shards
+        self._shards = settings.due_shards
         self._ttl_grace = timedelta(hours=settings.memory_ttl_grace_hours)
 
     @property

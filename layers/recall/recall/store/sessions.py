@@ -20,16 +20,14 @@ from recall.store.dynamodb import Item, dynamodb_client, from_item, to_item, tra
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-DUE_SHARDS = 8
-
 
 def session_key(thread: str) -> Item:
     return to_item({"thread": thread})
 
 
-def due_bucket(thread: str, due_at: str) -> str:
-    """An hour bucket plus a shard, so the prune job reads one small partition per hour."""
-    shard = int(hashlib.sha256(thread.encode()).hexdigest(), 16) % DUE_SHARDS
+def due_bucket(thread: str, due_at: str, shards: int) -> str:
+    """An hour bucket plus a shard, so the prune job reads a few small partitions per hour."""
+    shard = int(hashlib.sha256(thread.encode()).hexdigest(), 16) % shards
     return f"{due_at[:13]}#{shard}"
 
 
@@ -49,6 +47,7 @@ class SessionStore:
         self._table = settings.sessions_table
         self._client = client
         self._idle_seconds = settings.session_idle_hours * 3600
+        self._shards = settings.due_shards
 
     @property
     def client(self) -> DynamoDBClient:
@@ -77,7 +76,7 @@ class SessionStore:
                 "version": session.version,
                 "updatedAt": updated_at,
                 "ttl": int(due.timestamp()),
-                "dueBucket": due_bucket(thread, due_at),
+                "dueBucket": due_bucket(thread, due_at, self._shards),
                 "dueAt": due_at,
             }
         )
