@@ -76,24 +76,30 @@ def seed_demo() -> tuple[str, str]:
     """The demo project (owned by the events' caller) and its thread, so the sample events
     reach the handlers' real work instead of the 403 a stranger gets."""
     project_id, conversation_id = demo_ids()
+    seed_project(DEMO_USER, project_id, conversation_id)
+    return project_id, conversation_id
+
+
+def seed_project(owner_id: str, project_id: str, conversation_id: str) -> None:
+    """A project ``owner_id`` owns, with one thread of theirs; already there is fine."""
     settings = get_settings()
     at = clock.stamp(clock.now())
     project = Project(
         project_id=project_id,
         name="Corner Shop",
         context={"type": "store", "currency": "EUR", "itemCount": 42},
-        created_by=DEMO_USER,
+        created_by=owner_id,
         created_at=at,
         updated_at=at,
     )
-    owner = Member(project_id=project_id, user_id=DEMO_USER, role=Role.OWNER, added_at=at)
+    owner = Member(project_id=project_id, user_id=owner_id, role=Role.OWNER, added_at=at)
     with contextlib.suppress(Conflict):
         ProjectStore(settings).create(project, owner)
     conversations = ConversationStore(settings)
-    if conversations.get(DEMO_USER, project_id, conversation_id) is None:
+    if conversations.get(owner_id, project_id, conversation_id) is None:
         conversations.create(
             Conversation(
-                user_id=DEMO_USER,
+                user_id=owner_id,
                 project_id=project_id,
                 conversation_id=conversation_id,
                 title="Homepage ideas",
@@ -101,4 +107,3 @@ def seed_demo() -> tuple[str, str]:
                 updated_at=at,
             )
         )
-    return project_id, conversation_id

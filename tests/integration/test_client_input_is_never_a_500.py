@@ -3,7 +3,6 @@ arbitrary JSON bodies, query strings and path values."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
 
@@ -12,14 +11,7 @@ from hypothesis import strategies as st
 import pytest
 
 from local import runtime, template
-from recall.domain import clock
-from recall.domain.access import Role
-from recall.domain.conversations import Conversation
-from recall.domain.projects import Member, Project
-from recall.errors import Conflict
-from recall.settings import get_settings
-from recall.store.conversations import ConversationStore
-from recall.wiring import project_store
+from local.seed import seed_project
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
@@ -81,25 +73,7 @@ ROUTES = template.routes()
 @pytest.fixture(scope="module", autouse=True)
 def fuzz_project(embedded_store: Any) -> None:
     """A project and thread the fuzzing caller owns, so requests get past the role check."""
-    at = clock.stamp(clock.now())
-    with contextlib.suppress(Conflict):
-        project_store().create(
-            Project(
-                project_id=PROJECT, name="Fuzz", created_by=FUZZ_USER, created_at=at, updated_at=at
-            ),
-            Member(project_id=PROJECT, user_id=FUZZ_USER, role=Role.OWNER, added_at=at),
-        )
-    with contextlib.suppress(Conflict):
-        ConversationStore(get_settings()).create(
-            Conversation(
-                user_id=FUZZ_USER,
-                project_id=PROJECT,
-                conversation_id=THREAD,
-                title="Fuzz",
-                created_at=at,
-                updated_at=at,
-            )
-        )
+    seed_project(FUZZ_USER, PROJECT, THREAD)
 
 
 @settings(

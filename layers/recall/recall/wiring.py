@@ -32,7 +32,7 @@ def project_access() -> ProjectAccess:
 
 @lru_cache(maxsize=1)
 def project_service() -> ProjectService:
-    return ProjectService(get_settings(), project_store())
+    return ProjectService(get_settings(), project_access(), project_store())
 
 
 @lru_cache(maxsize=1)

@@ -5,18 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from recall.domain import clock
-from recall.domain.access import Role, require
+from recall.domain.access import Role
 from recall.domain.ids import new_id
 from recall.domain.projects import Member, Project, checked_context, checked_name, owner_delta
 from recall.errors import Conflict, NotFound
 from recall.observability import logger
+from recall.services.access import ProjectAccess
 from recall.settings import Settings
 from recall.store.projects import ProjectStore
 
 
 class ProjectService:
-    def __init__(self, settings: Settings, projects: ProjectStore) -> None:
+    def __init__(self, settings: Settings, access: ProjectAccess, projects: ProjectStore) -> None:
         self._settings = settings
+        self._access = access
         self._projects = projects
 
     def _checked_context(self, context: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +49,7 @@ class ProjectService:
         return self._projects.projects_of(user_id, limit, cursor)
 
     def get(self, user_id: str, project_id: str) -> tuple[Project, Role]:
-        role = require(self._projects.role_of(project_id, user_id), Role.VIEWER)
+        role = self._access.require(user_id, project_id, Role.VIEWER)
         project = self._projects.get(project_id)
         if project is None:
             raise NotFound("No such project.")
@@ -56,7 +58,7 @@ class ProjectService:
     def update(
         self, user_id: str, project_id: str, name: str | None, context: dict[str, Any] | None
     ) -> tuple[Project, Role]:
-        role = require(self._projects.role_of(project_id, user_id), Role.EDITOR)
+        role = self._access.require(user_id, project_id, Role.EDITOR)
         project = self._projects.update(
             project_id,
             checked_name(name, self._settings.project_name_max_chars) if name is not None else None,
@@ -66,14 +68,14 @@ class ProjectService:
         return project, role
 
     def members(self, user_id: str, project_id: str) -> list[Member]:
-        require(self._projects.role_of(project_id, user_id), Role.VIEWER)
+        self._access.require(user_id, project_id, Role.VIEWER)
         return self._projects.members(project_id)
 
     def set_member(
         self, user_id: str, project_id: str, member_id: str, role: Role
     ) -> tuple[Member, bool]:
         """Add or change a member; ``True`` when they were added."""
-        require(self._projects.role_of(project_id, user_id), Role.OWNER)
+        self._access.require(user_id, project_id, Role.OWNER)
         for attempt in range(self._settings.member_change_attempts):
             before = self._projects.role_of(project_id, member_id)
             member = Member(
@@ -98,7 +100,7 @@ class ProjectService:
         raise Conflict("The project's members changed meanwhile.")
 
     def remove_member(self, user_id: str, project_id: str, member_id: str) -> None:
-        require(self._projects.role_of(project_id, user_id), Role.OWNER)
+        self._access.require(user_id, project_id, Role.OWNER)
         for attempt in range(self._settings.member_change_attempts):
             before = self._projects.role_of(project_id, member_id)
             if before is None:
