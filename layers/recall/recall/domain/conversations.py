@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 import re
 
@@ -61,7 +61,3 @@ def title_from_message(text: str, max_chars: int) -> str:
     if " " in cut[max_chars // 2 :]:
         cut = cut[: cut.rfind(" ")]
     return cut.rstrip(" ,.;:-") + "…"
-
-
-def idle_for(updated_at: str, now: datetime) -> timedelta:
-    return now - parse(updated_at)

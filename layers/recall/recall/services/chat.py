@@ -174,9 +174,8 @@ class ChatService:
         if conversation_id == LATEST:
             latest = self._conversations.latest(user_id, project_id)
             conversation_id = latest.conversation_id if latest else None
-        if conversation_id is not None and not is_id(conversation_id):
-            require(self._turns.read(user_id, project_id, None, None).role, Role.EDITOR)
-            raise NotFound("No such conversation.")
+        if conversation_id is not None:
+            self._reject_unknown_id(user_id, project_id, conversation_id, Role.EDITOR)
         thread = thread_of(user_id, project_id, conversation_id) if conversation_id else None
         reads = self._turns.read(user_id, project_id, conversation_id, thread)
         require(reads.role, Role.EDITOR)
@@ -491,9 +490,7 @@ class ChatService:
     def _read_owned(
         self, user_id: str, project_id: str, conversation_id: str, needed: Role
     ) -> TurnReads:
-        if not is_id(conversation_id):
-            require(self._turns.read(user_id, project_id, None, None).role, needed)
-            raise NotFound("No such conversation.")
+        self._reject_unknown_id(user_id, project_id, conversation_id, needed)
         reads = self._turns.read(
             user_id, project_id, conversation_id, thread_of(user_id, project_id, conversation_id)
         )
@@ -501,6 +498,15 @@ class ChatService:
         if reads.project is None or reads.conversation is None:
             raise NotFound("No such conversation.")
         return reads
+
+    def _reject_unknown_id(
+        self, user_id: str, project_id: str, conversation_id: str, needed: Role
+    ) -> None:
+        """An id no thread could have is 404, but only once the caller's role is checked,
+        so a stranger still gets 403."""
+        if not is_id(conversation_id):
+            require(self._turns.read(user_id, project_id, None, None).role, needed)
+            raise NotFound("No such conversation.")
 
     # Input checks
 

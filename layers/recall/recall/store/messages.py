@@ -70,10 +70,6 @@ class MessageStore:
     def client(self) -> DynamoDBClient:
         return self._client or dynamodb_client()
 
-    @property
-    def table(self) -> str:
-        return self._table
-
     def put_request(self, thread: str, message: Message) -> dict[str, Any]:
         return {"TableName": self._table, "Item": message_item(thread, message)}
 
