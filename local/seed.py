@@ -16,9 +16,10 @@ from recall.domain.messages import Message
 from recall.domain.projects import Member, Project
 from recall.errors import Conflict
 from recall.settings import get_settings
-from recall.store.conversations import ConversationStore
-from recall.store.dynamodb import dynamodb_client, to_item
-from recall.store.messages import MessageStore, thread_of
+from recall.store.conversations import ConversationStore, conversation_key
+from recall.store.dynamodb import dynamodb_client
+from recall.store.keys import thread_key as thread_of
+from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
 
 
@@ -50,7 +51,7 @@ def grow_thread(user_id: str, project_id: str, conversation_id: str, count: int)
         )
     client.update_item(
         TableName=settings.conversations_table,
-        Key=to_item({"owner": f"{user_id}#{project_id}", "conversationId": conversation_id}),
+        Key=conversation_key(user_id, project_id, conversation_id),
         UpdateExpression="ADD #count :n",
         ExpressionAttributeNames={"#count": "messageCount"},
         ExpressionAttributeValues={":n": {"N": str(count)}},

@@ -26,7 +26,7 @@ from recall.providers.json_protocol import JsonProtocolProvider
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
-from recall.store.messages import thread_of
+from recall.store.keys import thread_key as thread_of
 from recall.store.turns import SessionChanged
 from recall.wiring import chat_service
 from tests.conftest import Api

@@ -14,7 +14,8 @@ from recall.domain.ids import new_id
 from recall.domain.messages import Message
 from recall.domain.session import Session
 from recall.settings import get_settings
-from recall.store.messages import MessageStore, thread_of
+from recall.store.keys import thread_key as thread_of
+from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
 from tests.conftest import Api
 

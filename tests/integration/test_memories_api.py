@@ -13,7 +13,8 @@ from recall.domain import clock
 from recall.domain.memory import Category, MemoryEntry, parse_memory_block, render_memory_block
 from recall.settings import get_settings
 from recall.store.dynamodb import to_item
-from recall.store.memories import MemoryStore, entry_sk, owner_of
+from recall.store.keys import owner_key as owner_of
+from recall.store.memories import MemoryStore, entry_sk
 from tests.conftest import Api
 
 

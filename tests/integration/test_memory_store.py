@@ -20,7 +20,8 @@ from recall.services.memories import MemoryService
 from recall.settings import get_settings
 from recall.store.conversations import ConversationStore
 from recall.store.dynamodb import from_item, to_item
-from recall.store.memories import BY_DUE, MemoryStore, entry_sk, owner_of
+from recall.store.keys import owner_key as owner_of
+from recall.store.memories import BY_DUE, MemoryStore, entry_sk
 from recall.store.projects import ProjectStore
 
 NOW = datetime.fromisoformat("2025-03-01T12:00:00+00:00")

@@ -14,8 +14,9 @@ from recall.observability import logger, metrics
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
+from recall.store.keys import thread_key as thread_of
 from recall.store.memories import MemoryStore
-from recall.store.messages import MessageStore, thread_of
+from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
 
 

@@ -24,6 +24,7 @@ from recall.store.dynamodb import (
     to_value,
     translate,
 )
+from recall.store.keys import owner_key, owner_parts
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -34,12 +35,8 @@ ARCHIVED = "A#"
 DELETING = "D#"
 
 
-def owner_of(user_id: str, project_id: str) -> str:
-    return f"{user_id}#{project_id}"
-
-
 def conversation_key(user_id: str, project_id: str, conversation_id: str) -> Item:
-    return to_item({"owner": owner_of(user_id, project_id), "conversationId": conversation_id})
+    return to_item({"owner": owner_key(user_id, project_id), "conversationId": conversation_id})
 
 
 def recency(archived: bool, updated_at: str, conversation_id: str) -> str:
@@ -49,7 +46,7 @@ def recency(archived: bool, updated_at: str, conversation_id: str) -> str:
 def conversation_item(conversation: Conversation) -> Item:
     return to_item(
         {
-            "owner": owner_of(conversation.user_id, conversation.project_id),
+            "owner": owner_key(conversation.user_id, conversation.project_id),
             "conversationId": conversation.conversation_id,
             "title": conversation.title,
             "model": conversation.model,
@@ -71,7 +68,7 @@ def conversation_from(item: Item) -> Conversation | None:
     values = from_item(item)
     if values.get("deleting"):
         return None
-    user_id, project_id = values["owner"].split("#", 1)
+    user_id, project_id = owner_parts(values["owner"])
     return Conversation(
         user_id=user_id,
         project_id=project_id,
@@ -126,7 +123,7 @@ class ConversationStore:
         self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
     ) -> tuple[list[Conversation], str | None]:
         """The caller's threads, most recently updated first."""
-        owner = owner_of(user_id, project_id)
+        owner = owner_key(user_id, project_id)
         query: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": BY_RECENCY,

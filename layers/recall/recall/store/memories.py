@@ -24,7 +24,6 @@ Expiry. An entry with ``expiresAt`` carries ``dueAt`` (= expiresAt) and ``dueBuc
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -56,6 +55,7 @@ from recall.store.dynamodb import (
     to_value,
     translate,
 )
+from recall.store.keys import due_bucket, owner_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -70,10 +70,6 @@ THREAD_COUNT = "entryCount"
 _FAILED = "ConditionalCheckFailed"
 
 
-def owner_of(user_id: str, project_id: str) -> str:
-    return f"{user_id}#{project_id}"
-
-
 def thread_prefix(conversation_id: str) -> str:
     return f"{THREAD_PREFIX}{conversation_id}#"
 
@@ -85,13 +81,6 @@ def entry_sk(key: str, conversation_id: str | None) -> str:
 
 def history_prefix(key: str, conversation_id: str | None) -> str:
     return f"{HISTORY_PREFIX}{entry_sk(key, conversation_id)}#"
-
-
-def due_bucket(owner: str, expires_at: str, shards: int) -> str:
-    """``<YYYY-MM-DDTHH>#<shard>``: an hour's due entries, spread over ``shards`` partitions
-    by a stable hash of the owner."""
-    shard = int.from_bytes(hashlib.sha256(owner.encode()).digest()[:4], "big") % shards
-    return f"{expires_at[:13]}#{shard}"
 
 
 def entry_from(item: Item) -> MemoryEntry:
@@ -153,12 +142,12 @@ class MemoryStore:
 
     def persistent_request(self, user_id: str, project_id: str) -> dict[str, Any]:
         """Query kwargs for a caller's persistent entries (50 at most: one page)."""
-        return self._prefix_query(owner_of(user_id, project_id), PERSISTENT_PREFIX)
+        return self._prefix_query(owner_key(user_id, project_id), PERSISTENT_PREFIX)
 
     def thread_request(self, user_id: str, project_id: str, conversation_id: str) -> dict[str, Any]:
         """Query kwargs for one thread's entries (with its counter item, which
         ``entries_from`` skips)."""
-        return self._prefix_query(owner_of(user_id, project_id), thread_prefix(conversation_id))
+        return self._prefix_query(owner_key(user_id, project_id), thread_prefix(conversation_id))
 
     @staticmethod
     def entries_from(items: list[Item], now: datetime | None = None) -> list[MemoryEntry]:
@@ -184,7 +173,7 @@ class MemoryStore:
         self, user_id: str, project_id: str, key: str, conversation_id: str | None, now: datetime
     ) -> MemoryEntry | None:
         """One active entry; an expired one reads as absent."""
-        item = self._current(owner_of(user_id, project_id), entry_sk(key, conversation_id))
+        item = self._current(owner_key(user_id, project_id), entry_sk(key, conversation_id))
         entry = entry_from(item) if item else None
         return entry if entry is not None and is_active(entry, now) else None
 
@@ -193,14 +182,14 @@ class MemoryStore:
     ) -> list[HistoryRecord]:
         """Every recorded change of one entry, oldest first (it outlives the entry)."""
         query = self._prefix_query(
-            owner_of(user_id, project_id), history_prefix(key, conversation_id)
+            owner_key(user_id, project_id), history_prefix(key, conversation_id)
         )
         return [_history_from(item) for item in self._all(query)]
 
     def meta(self, user_id: str, project_id: str) -> MemoryMeta:
         item = self.client.get_item(
             TableName=self._table,
-            Key=self._meta_key(owner_of(user_id, project_id)),
+            Key=self._meta_key(owner_key(user_id, project_id)),
             ConsistentRead=True,
         ).get("Item")
         values = from_item(item) if item else {}
@@ -219,7 +208,7 @@ class MemoryStore:
         """Create or update one entry: ``(stored entry, created)``. A background write
         (extracted, consolidated) that meets an active explicit entry, or the cap, is
         dropped and logged (``None``); an explicit write over the cap is a Conflict."""
-        owner = owner_of(user_id, project_id)
+        owner = owner_key(user_id, project_id)
         sk = entry_sk(entry.key, entry.conversation_id)
         background = entry.source in BACKGROUND_SOURCES
         reclaimed = False
@@ -263,7 +252,7 @@ class MemoryStore:
     ) -> MemoryEntry | None:
         """Delete one active entry with its history record; ``None`` when there is none. A
         background delete never removes an explicit entry (the condition says so)."""
-        owner = owner_of(user_id, project_id)
+        owner = owner_key(user_id, project_id)
         sk = entry_sk(key, conversation_id)
         background = source in BACKGROUND_SOURCES
         for _ in range(self._attempts):
@@ -314,11 +303,11 @@ class MemoryStore:
     ) -> bool:
         """Delete an entry past its expiry, recording it; ``False`` if it is absent, still
         active, or was renewed meanwhile. The expire job calls this for what ``byDue`` lists."""
-        return self._expire(owner_of(user_id, project_id), entry_sk(key, conversation_id), now)
+        return self._expire(owner_key(user_id, project_id), entry_sk(key, conversation_id), now)
 
     def delete_thread(self, user_id: str, project_id: str, conversation_id: str) -> int:
         """Delete a thread's own entries and their history (the thread is being deleted)."""
-        owner = owner_of(user_id, project_id)
+        owner = owner_key(user_id, project_id)
         deleted = 0
         for prefix in (
             thread_prefix(conversation_id),
@@ -350,7 +339,7 @@ class MemoryStore:
         """Take this project's extraction slot if the last one is at least ``cooldown`` old;
         of two workers racing, exactly one gets ``True``."""
         return self._claim(
-            owner_of(user_id, project_id),
+            owner_key(user_id, project_id),
             "SET #last = :now",
             "attribute_not_exists(#last) OR #last <= :cutoff",
             {"#last": "lastExtractionAt"},
@@ -369,7 +358,7 @@ class MemoryStore:
         """Take the consolidation slot when all three gates pass, resetting the session
         count; of two workers racing, exactly one gets ``True``."""
         return self._claim(
-            owner_of(user_id, project_id),
+            owner_key(user_id, project_id),
             "SET #last = :now, #sessions = :zero",
             "(attribute_not_exists(#last) OR #last <= :cutoff)"
             " AND #sessions >= :minSessions AND #count >= :minMemories",
@@ -391,7 +380,7 @@ class MemoryStore:
         """One more session since the last consolidation, for the turn's own transaction."""
         return {
             "TableName": self._table,
-            "Key": self._meta_key(owner_of(user_id, project_id)),
+            "Key": self._meta_key(owner_key(user_id, project_id)),
             "UpdateExpression": "ADD #sessions :one",
             "ExpressionAttributeNames": {"#sessions": "sessionsSinceConsolidation"},
             "ExpressionAttributeValues": {":one": to_value(1)},

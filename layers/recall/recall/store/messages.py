@@ -22,10 +22,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-def thread_of(user_id: str, project_id: str, conversation_id: str) -> str:
-    return f"{user_id}#{project_id}#{conversation_id}"
-
-
 def message_item(thread: str, message: Message) -> Item:
     return to_item(
         {

@@ -6,7 +6,6 @@ each session in the sparse index the prune job reads, so it never scans the tabl
 from __future__ import annotations
 
 from datetime import timedelta
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -16,6 +15,7 @@ from recall.domain.messages import Message
 from recall.domain.session import Session
 from recall.settings import Settings
 from recall.store.dynamodb import Item, dynamodb_client, from_item, to_item, translate
+from recall.store.keys import due_bucket
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -23,12 +23,6 @@ if TYPE_CHECKING:
 
 def session_key(thread: str) -> Item:
     return to_item({"thread": thread})
-
-
-def due_bucket(thread: str, due_at: str, shards: int) -> str:
-    """An hour bucket plus a shard, so the prune job reads a few small partitions per hour."""
-    shard = int(hashlib.sha256(thread.encode()).hexdigest(), 16) % shards
-    return f"{due_at[:13]}#{shard}"
 
 
 def session_from(item: Item) -> Session:
