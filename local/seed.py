@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any
 
 from local import template
 from recall.domain import clock
@@ -16,9 +15,7 @@ from recall.domain.messages import Message
 from recall.domain.projects import Member, Project
 from recall.errors import Conflict
 from recall.settings import get_settings
-from recall.store.conversations import ConversationStore, conversation_key
-from recall.store.dynamodb import dynamodb_client
-from recall.store.keys import thread_key as thread_of
+from recall.store.conversations import ConversationStore
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
 
@@ -26,36 +23,18 @@ from recall.store.projects import ProjectStore
 def grow_thread(user_id: str, project_id: str, conversation_id: str, count: int) -> None:
     """Add ``count`` alternating user and assistant messages and count them on the thread."""
     settings = get_settings()
-    store = MessageStore(settings)
-    thread = thread_of(user_id, project_id, conversation_id)
-    requests: list[Any] = [
-        {
-            "PutRequest": {
-                "Item": store.put_request(
-                    thread,
-                    Message(
-                        message_id=new_id(),
-                        role="user" if n % 2 == 0 else "assistant",
-                        content=f"old message {n}",
-                        created_at=clock.stamp(clock.now()),
-                    ),
-                )["Item"]
-            }
-        }
+    at = clock.stamp(clock.now())
+    messages = [
+        Message(
+            message_id=new_id(),
+            role="user" if n % 2 == 0 else "assistant",
+            content=f"old message {n}",
+            created_at=at,
+        )
         for n in range(count)
     ]
-    client = dynamodb_client()
-    for start in range(0, len(requests), 25):
-        client.batch_write_item(
-            RequestItems={settings.messages_table: requests[start : start + 25]}
-        )
-    client.update_item(
-        TableName=settings.conversations_table,
-        Key=conversation_key(user_id, project_id, conversation_id),
-        UpdateExpression="ADD #count :n",
-        ExpressionAttributeNames={"#count": "messageCount"},
-        ExpressionAttributeValues={":n": {"N": str(count)}},
-    )
+    MessageStore(settings).add(user_id, project_id, conversation_id, messages)
+    ConversationStore(settings).count_added_messages(user_id, project_id, conversation_id, count)
 
 
 DEMO_USER = "demo-user"

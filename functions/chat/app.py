@@ -5,73 +5,58 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from recall.api import caller_id, new_resolver
-from recall.api.chat import ChatReply, ChatRequest, ClearedView, ContextPreview, answer_once
-from recall.errors import ModelFailed
+from recall.api.chat import (
+    ChatReply,
+    ChatRequest,
+    ClearedView,
+    ContextPreview,
+    answer_once,
+    recorded,
+    replayed,
+)
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
-from recall.wiring import chat_service
+from recall.wiring import chat_service, context_service
 
 app = new_resolver()
 
 
 @app.post("/projects/<projectId>/chat")
-def chat(projectId: str, body: ChatRequest) -> Response[Any]:
+def chat(projectId: str, body: ChatRequest) -> ChatReply:
     user_id = caller_id(app)
-
-    def turn() -> dict[str, Any]:
-        try:
-            outcome = chat_service().turn(
-                user_id, projectId, body.message, body.conversation_id, body.model
-            )
-        except ModelFailed as failure:
-            return {
-                "status": failure.status,
-                "body": {
-                    "error": {
-                        "code": failure.code,
-                        "message": failure.message,
-                        "details": failure.details,
-                    }
-                },
-            }
-        logger.info(
-            "turn answered",
-            extra={
-                "conversation_id": outcome.conversation.conversation_id,
-                "created": outcome.created,
-            },
-        )
-        return {"status": 200, "body": ChatReply.of(outcome).model_dump(by_alias=True, mode="json")}
-
     answer = answer_once(
         get_settings(),
         app.lambda_context,
         app.current_event.headers.get("idempotency-key"),
         {"user": user_id, "project": projectId},
         body.model_dump(mode="json"),
-        turn,
+        lambda: recorded(
+            lambda: chat_service().turn(
+                user_id, projectId, body.message, body.conversation_id, body.model
+            )
+        ),
     )
-    return Response(
-        status_code=answer["status"],
-        content_type=content_types.APPLICATION_JSON,
-        body=answer["body"],
+    reply = replayed(answer)
+    logger.info(
+        "turn answered",
+        extra={"conversation_id": reply.conversation.id, "created": reply.conversation.created},
     )
+    return reply
 
 
 @app.post("/projects/<projectId>/conversations/<conversationId>/clear-context")
 def clear_context(projectId: str, conversationId: str) -> ClearedView:
-    marker = chat_service().clear_context(caller_id(app), projectId, conversationId)
+    marker = context_service().clear(caller_id(app), projectId, conversationId)
     return ClearedView(conversation_id=conversationId, cleared_after=marker)
 
 
 @app.get("/projects/<projectId>/conversations/<conversationId>/context")
 def preview_context(projectId: str, conversationId: str) -> ContextPreview:
-    return ContextPreview.of(*chat_service().preview(caller_id(app), projectId, conversationId))
+    return ContextPreview.of(*context_service().preview(caller_id(app), projectId, conversationId))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import boto3
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 import pytest
 
@@ -25,10 +26,9 @@ from recall.providers.bedrock import BedrockProvider
 from recall.providers.json_protocol import JsonProtocolProvider
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
+from recall.store.conversations import conversation_key
 from recall.store.dynamodb import dynamodb_client
-from recall.store.keys import thread_key as thread_of
-from recall.store.turns import SessionChanged
-from recall.wiring import chat_service
+from recall.wiring import chat_service, memory_store, model_choice, session_store
 from tests.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -55,11 +55,12 @@ class Failing:
 
 
 @pytest.fixture
-def use_provider(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], None]:
+def use_provider() -> Iterator[Callable[[Any], None]]:
     def use(provider: Any) -> None:
-        monkeypatch.setattr(chat_service(), "_provider_for", lambda model_id: provider)
+        model_choice().use(provider)
 
-    return use
+    yield use
+    model_choice().use(None)
 
 
 @pytest.fixture
@@ -162,11 +163,7 @@ def test_a_pruned_session_is_rebuilt_from_saved_messages(
     expected = [m.text for m in recorder.requests[-1].messages]
     expected += [recorder.requests[-1].messages[-1].text]
     # Given the session was pruned
-    settings = get_settings()
-    dynamodb_client().delete_item(
-        TableName=settings.sessions_table,
-        Key={"thread": {"S": thread_of(alice.sub or "", project, thread)}},
-    )
+    session_store().delete(alice.sub or "", project, thread)
     # When
     say(alice, project, "third", thread)
     # Then the window holds the four earlier messages, rebuilt from history
@@ -182,10 +179,7 @@ def test_a_cleared_marker_outlives_a_pruned_session(
     thread = say(alice, project, "before").body["conversation"]["id"]
     alice.post(f"/projects/{project}/conversations/{thread}/clear-context")
     say(alice, project, "after", thread)
-    dynamodb_client().delete_item(
-        TableName=get_settings().sessions_table,
-        Key={"thread": {"S": thread_of(alice.sub or "", project, thread)}},
-    )
+    session_store().delete(alice.sub or "", project, thread)
     say(alice, project, "later", thread)
     assert [m.text for m in recorder.requests[-1].messages if m.role == "user"] == [
         "after",
@@ -258,7 +252,7 @@ def test_the_nudge_shows_once_a_thread_passes_the_threshold(
     settings = get_settings()
     dynamodb_client().update_item(
         TableName=settings.conversations_table,
-        Key={"owner": {"S": f"{alice.sub}#{project}"}, "conversationId": {"S": thread}},
+        Key=conversation_key(alice.sub or "", project, thread),
         UpdateExpression="SET turnCount = :n",
         ExpressionAttributeValues={":n": {"N": str(settings.nudge_threshold_turns - 1)}},
     )
@@ -315,21 +309,22 @@ def test_two_racing_turns_on_one_thread_both_land_in_order(
     thread = say(alice, project, "start").body["conversation"]["id"]
     use_provider(Barrier())
     outcomes: dict[str, Any] = {}
-    lost: list[Exception] = []
-    write = chat_service()._turns.write
+    lost: list[ClientError] = []
+    client = dynamodb_client()
+    transact = client.transact_write_items
     one_at_a_time = threading.Lock()
 
-    def counting_write(*args: Any, **kwargs: Any) -> None:
+    def serialised(**kwargs: Any) -> Any:
         # DynamoDB applies conditional writes to one item one at a time; moto's threaded
-        # server does not, so the test serialises them as the real service would.
+        # server does not, so the test serialises transactions as the real service would.
         with one_at_a_time:
             try:
-                write(*args, **kwargs)
-            except SessionChanged as race:
+                return transact(**kwargs)
+            except ClientError as race:
                 lost.append(race)
                 raise
 
-    monkeypatch.setattr(chat_service()._turns, "write", counting_write)
+    monkeypatch.setattr(client, "transact_write_items", serialised)
 
     def turn(text: str) -> None:
         outcomes[text] = chat_service().turn(alice.sub or "", project, text, thread, None)
@@ -595,12 +590,9 @@ def test_each_new_session_counts_toward_the_consolidation_gate(
     thread = say(alice, project, "one").body["conversation"]["id"]
     say(alice, project, "two", thread)
     say(alice, project, "another thread")
-    store = chat_service()._memories
+    store = memory_store()
     assert store.meta(alice.sub or "", project).sessions_since_consolidation == 2
     # A pruned session that is rebuilt is a new session
-    dynamodb_client().delete_item(
-        TableName=get_settings().sessions_table,
-        Key={"thread": {"S": thread_of(alice.sub or "", project, thread)}},
-    )
+    session_store().delete(alice.sub or "", project, thread)
     say(alice, project, "three", thread)
     assert store.meta(alice.sub or "", project).sessions_since_consolidation == 3

@@ -14,7 +14,7 @@ from recall.domain.ids import new_id
 from recall.domain.messages import Message
 from recall.domain.session import Session
 from recall.settings import get_settings
-from recall.store.keys import thread_key as thread_of
+from recall.store.keys import owner_key, thread_key
 from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
 from tests.conftest import Api
@@ -173,7 +173,6 @@ def test_bad_patch_bodies_are_422(alice: Api, make_project: MakeProject) -> None
 def _seed_thread(user: str, project: str, conversation: str, count: int) -> list[str]:
     settings = get_settings()
     store = MessageStore(settings)
-    thread = thread_of(user, project, conversation)
     client = boto3.client("dynamodb")
     ids = []
     for n in range(count):
@@ -183,9 +182,9 @@ def _seed_thread(user: str, project: str, conversation: str, count: int) -> list
             content=f"message {n}",
             created_at=clock.stamp(clock.now()),
         )
-        client.put_item(**store.put_request(thread, message))
+        client.put_item(**store.put_request(user, project, conversation, message))
         ids.append(message.message_id)
-    SessionStore(settings).put(thread, Session(window=[]), None)
+    SessionStore(settings).put(user, project, conversation, Session(window=[]), None)
     return ids
 
 
@@ -218,21 +217,29 @@ def test_deleting_a_thread_leaves_nothing_behind_in_any_table(
     user = alice.sub or ""
     _seed_thread(user, project, thread, 60)
     _seed_thread(user, project, keep, 2)
-    owner = f"{user}#{project}"
-    client = boto3.client("dynamodb")
+    owner = owner_key(user, project)
     memories = template.table_names()["MemoriesTable"]
-    for sk in (f"T#{thread}#tone", f"H#T#{thread}#tone#{new_id()}", f"T#{keep}#tone"):
-        client.put_item(TableName=memories, Item={"owner": {"S": owner}, "sk": {"S": sk}})
+    for conversation in (thread, keep):
+        saved = alice.put(
+            f"/projects/{project}/memories/tone",
+            {
+                "value": "warm",
+                "category": "brand",
+                "scope": "thread",
+                "conversationId": conversation,
+            },
+        )
+        assert saved.status == 201, saved
     # When
     deleted = alice.delete(f"/projects/{project}/conversations/{thread}")
     # Then nothing of the thread remains, and the other thread is untouched
     assert deleted.status == 204
-    prefix = f"{user}#{project}#{thread}"
+    prefix = thread_key(user, project, thread)
     assert _items_under("MessagesTable", "thread", prefix) == []
     assert _items_under("SessionsTable", "thread", prefix) == []
     assert _items_under("ConversationsTable", "owner", owner) != []
     remaining = [i["sk"]["S"] for i in _items_under(memories, "owner", owner)]
-    assert remaining == [f"T#{keep}#tone"]
-    assert len(_items_under("MessagesTable", "thread", f"{user}#{project}#{keep}")) == 2
+    assert remaining and all(keep in sk and thread not in sk for sk in remaining), remaining
+    assert len(_items_under("MessagesTable", "thread", thread_key(user, project, keep))) == 2
     assert alice.get(f"/projects/{project}/conversations/{thread}").status == 404
     assert alice.delete(f"/projects/{project}/conversations/{thread}").status == 404

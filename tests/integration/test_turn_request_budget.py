@@ -11,7 +11,7 @@ from local.seed import grow_thread
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.providers.offline import OfflineProvider
 from recall.store.dynamodb import dynamodb_client
-from recall.wiring import chat_service
+from recall.wiring import model_choice
 from tests.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -33,12 +33,13 @@ class Counter:
 
 
 @pytest.fixture
-def counter(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter]:
+def counter() -> Iterator[Counter]:
     counting = Counter()
     events = dynamodb_client().meta.events
     events.register("before-call.dynamodb", counting)
-    monkeypatch.setattr(chat_service(), "_provider_for", lambda model_id: counting)
+    model_choice().use(counting)
     yield counting
+    model_choice().use(None)
     events.unregister("before-call.dynamodb", counting)
 
 

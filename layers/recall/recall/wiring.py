@@ -8,10 +8,13 @@ from recall.domain.prompt import ModelProvider
 from recall.providers import JsonProtocolProvider, new_provider
 from recall.services.access import ProjectAccess
 from recall.services.chat import ChatService
+from recall.services.context import ContextService
 from recall.services.conversations import ConversationService
 from recall.services.memories import MemoryService
 from recall.services.projects import ProjectService
-from recall.settings import get_settings
+from recall.services.tool_loop import ToolLoop
+from recall.services.turn_context import TurnContextLoader
+from recall.settings import Settings, get_settings
 from recall.store.conversations import ConversationStore
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
@@ -20,9 +23,71 @@ from recall.store.sessions import SessionStore
 from recall.store.turns import TurnStore
 
 
+class ModelChoice:
+    """Which provider answers a model id: the settings' provider, through the JSON reply
+    protocol for models without native tool calling. ``use`` puts another provider in
+    front of both, for tests and local tools."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._chosen: ModelProvider | None = None
+
+    def use(self, provider: ModelProvider | None) -> None:
+        """Answer every later turn with ``provider``; ``None`` goes back to the settings'."""
+        self._chosen = provider
+
+    def __call__(self, model_id: str) -> ModelProvider:
+        if self._chosen is not None:
+            return self._chosen
+        if model_id.startswith(self._settings.json_protocol_model_prefixes):
+            return _json_protocol_provider()
+        return _native_provider()
+
+
+@lru_cache(maxsize=1)
+def _native_provider() -> ModelProvider:
+    settings = get_settings()
+    return new_provider(
+        settings.model_provider,
+        max_attempts=settings.model_max_attempts,
+        read_timeout=settings.model_read_timeout_seconds,
+        connect_timeout=settings.model_connect_timeout_seconds,
+    )
+
+
+@lru_cache(maxsize=1)
+def _json_protocol_provider() -> ModelProvider:
+    return JsonProtocolProvider(_native_provider())
+
+
+@lru_cache(maxsize=1)
+def model_choice() -> ModelChoice:
+    return ModelChoice(get_settings())
+
+
 @lru_cache(maxsize=1)
 def project_store() -> ProjectStore:
     return ProjectStore(get_settings())
+
+
+@lru_cache(maxsize=1)
+def conversation_store() -> ConversationStore:
+    return ConversationStore(get_settings())
+
+
+@lru_cache(maxsize=1)
+def message_store() -> MessageStore:
+    return MessageStore(get_settings())
+
+
+@lru_cache(maxsize=1)
+def session_store() -> SessionStore:
+    return SessionStore(get_settings())
+
+
+@lru_cache(maxsize=1)
+def memory_store() -> MemoryStore:
+    return MemoryStore(get_settings())
 
 
 @lru_cache(maxsize=1)
@@ -37,61 +102,49 @@ def project_service() -> ProjectService:
 
 @lru_cache(maxsize=1)
 def conversation_service() -> ConversationService:
-    settings = get_settings()
     return ConversationService(
-        settings,
+        get_settings(),
         project_access(),
-        ConversationStore(settings),
-        MessageStore(settings),
-        SessionStore(settings),
-        MemoryStore(settings),
+        conversation_store(),
+        message_store(),
+        session_store(),
+        memory_store(),
     )
 
 
 @lru_cache(maxsize=1)
 def memory_service() -> MemoryService:
-    settings = get_settings()
-    return MemoryService(
-        settings, project_access(), ConversationStore(settings), MemoryStore(settings)
+    return MemoryService(get_settings(), project_access(), conversation_store(), memory_store())
+
+
+@lru_cache(maxsize=1)
+def turn_store() -> TurnStore:
+    return TurnStore(
+        project_store(), conversation_store(), message_store(), session_store(), memory_store()
     )
 
 
 @lru_cache(maxsize=1)
-def model_provider() -> ModelProvider:
-    settings = get_settings()
-    return new_provider(
-        settings.model_provider,
-        max_attempts=settings.model_max_attempts,
-        read_timeout=settings.model_read_timeout_seconds,
-        connect_timeout=settings.model_connect_timeout_seconds,
+def turn_context_loader() -> TurnContextLoader:
+    return TurnContextLoader(
+        get_settings(), turn_store(), conversation_store(), message_store(), memory_store()
     )
-
-
-@lru_cache(maxsize=1)
-def json_protocol_provider() -> ModelProvider:
-    return JsonProtocolProvider(model_provider())
-
-
-def provider_for(model_id: str) -> ModelProvider:
-    """Models without native tool calling answer through the JSON reply protocol."""
-    if model_id.startswith(get_settings().json_protocol_model_prefixes):
-        return json_protocol_provider()
-    return model_provider()
 
 
 @lru_cache(maxsize=1)
 def chat_service() -> ChatService:
     settings = get_settings()
-    projects = project_store()
-    conversations = ConversationStore(settings)
-    sessions = SessionStore(settings)
     return ChatService(
         settings,
-        TurnStore(projects, conversations, sessions),
-        conversations,
-        MessageStore(settings),
-        sessions,
-        MemoryStore(settings),
-        memory_service(),
-        provider_for,
+        turn_context_loader(),
+        ToolLoop(model_choice(), memory_service(), settings.tool_rounds_max),
+        turn_store(),
+        session_store(),
+    )
+
+
+@lru_cache(maxsize=1)
+def context_service() -> ContextService:
+    return ContextService(
+        get_settings(), turn_context_loader(), conversation_store(), session_store()
     )

@@ -16,14 +16,17 @@ from pydantic import Field
 from recall.api.models import Body, MessageView, UsageView, View
 from recall.domain.context import TurnContext
 from recall.domain.prompt import ModelRequest
-from recall.errors import Conflict, Invalid
+from recall.errors import Conflict, Invalid, ModelFailed
 from recall.services.chat import TurnOutcome
 from recall.settings import Settings
 from recall.store.idempotency import persistence_layer
 
 
 class ChatRequest(Body):
-    message: str = Field(max_length=200_000)
+    message: str = Field(
+        description="The user's message; over the MESSAGE_MAX_CHARS setting (16,000 by "
+        "default) it is a 413."
+    )
     conversation_id: str | None = Field(
         default=None, description='A thread id, "latest", or nothing to start a new thread.'
     )
@@ -124,6 +127,31 @@ class ClearedView(View):
 
 
 Answer = dict[str, Any]
+
+
+def recorded(turn: Callable[[], TurnOutcome]) -> Answer:
+    """A turn's answer as the idempotency record keeps it: the reply, or the model's
+    failure (the turn saved its messages, so a retry must not run it again)."""
+    try:
+        outcome = turn()
+    except ModelFailed as failure:
+        return {
+            "failure": {
+                "message": failure.message,
+                "status": failure.status,
+                "code": failure.code,
+                "details": failure.details,
+            }
+        }
+    return {"reply": ChatReply.of(outcome).model_dump(by_alias=True, mode="json")}
+
+
+def replayed(answer: Answer) -> ChatReply:
+    """The reply of a recorded answer; a recorded failure is raised again, so the one
+    error handler shapes its body."""
+    if "failure" in answer:
+        raise ModelFailed(**answer["failure"])
+    return ChatReply.model_validate(answer["reply"])
 
 
 def answer_once(

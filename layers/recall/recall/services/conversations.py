@@ -14,7 +14,6 @@ from recall.observability import logger, metrics
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
-from recall.store.keys import thread_key as thread_of
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
@@ -66,7 +65,7 @@ class ConversationService:
         self._access.require(user_id, project_id, Role.VIEWER)
         conversation = self._owned(user_id, project_id, conversation_id)
         messages, next_cursor = self._messages.page(
-            thread_of(user_id, project_id, conversation_id), limit, cursor
+            user_id, project_id, conversation_id, limit, cursor
         )
         return conversation, messages, next_cursor
 
@@ -94,9 +93,8 @@ class ConversationService:
         thread itself; a retry after a failure part-way finishes the job."""
         self._access.require(user_id, project_id, Role.EDITOR)
         self._conversations.mark_deleting(user_id, project_id, conversation_id)
-        thread = thread_of(user_id, project_id, conversation_id)
-        messages = self._messages.delete_thread(thread)
-        self._sessions.delete(thread)
+        messages = self._messages.delete_thread(user_id, project_id, conversation_id)
+        self._sessions.delete(user_id, project_id, conversation_id)
         memories = self._memories.delete_thread(user_id, project_id, conversation_id)
         self._conversations.delete(user_id, project_id, conversation_id)
         logger.info(

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+from pydantic import ConfigDict
+from pydantic.alias_generators import to_camel
 
 from recall.domain.conversations import Conversation
 from recall.errors import Conflict, NotFound
@@ -43,24 +45,26 @@ def recency(archived: bool, updated_at: str, conversation_id: str) -> str:
     return f"{ARCHIVED if archived else LIVE}{updated_at}#{conversation_id}"
 
 
+class ConversationItem(Conversation):
+    """A thread as the table holds it: camelCase attributes under its owner, with its
+    place in the recency index and the mark of a delete in progress."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    owner: str
+    recency: str
+    deleting: bool | None = None
+
+
 def conversation_item(conversation: Conversation) -> Item:
-    return to_item(
-        {
-            "owner": owner_key(conversation.user_id, conversation.project_id),
-            "conversationId": conversation.conversation_id,
-            "title": conversation.title,
-            "model": conversation.model,
-            "archived": conversation.archived,
-            "messageCount": conversation.message_count,
-            "turnCount": conversation.turn_count,
-            "clearedAfter": conversation.cleared_after,
-            "createdAt": conversation.created_at,
-            "updatedAt": conversation.updated_at,
-            "recency": recency(
-                conversation.archived, conversation.updated_at, conversation.conversation_id
-            ),
-        }
+    record = ConversationItem(
+        **conversation.model_dump(),
+        owner=owner_key(conversation.user_id, conversation.project_id),
+        recency=recency(
+            conversation.archived, conversation.updated_at, conversation.conversation_id
+        ),
     )
+    return to_item(record.model_dump(by_alias=True, exclude={"user_id", "project_id"}))
 
 
 def conversation_from(item: Item) -> Conversation | None:
@@ -69,19 +73,8 @@ def conversation_from(item: Item) -> Conversation | None:
     if values.get("deleting"):
         return None
     user_id, project_id = owner_parts(values["owner"])
-    return Conversation(
-        user_id=user_id,
-        project_id=project_id,
-        conversation_id=values["conversationId"],
-        title=values["title"],
-        model=values.get("model"),
-        archived=values.get("archived", False),
-        message_count=values.get("messageCount", 0),
-        turn_count=values.get("turnCount", 0),
-        cleared_after=values.get("clearedAfter"),
-        created_at=values["createdAt"],
-        updated_at=values["updatedAt"],
-    )
+    record = ConversationItem.model_validate({**values, "userId": user_id, "projectId": project_id})
+    return Conversation.model_validate(record.model_dump(exclude={"owner", "recency", "deleting"}))
 
 
 class ConversationStore:
@@ -226,6 +219,26 @@ class ConversationStore:
                 ":one": to_value(1),
             },
         }
+
+    def count_added_messages(
+        self, user_id: str, project_id: str, conversation_id: str, added: int
+    ) -> None:
+        """Count messages saved outside a turn (seeded or backfilled) on their thread."""
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=conversation_key(user_id, project_id, conversation_id),
+                UpdateExpression="ADD #messageCount :added",
+                ConditionExpression="attribute_exists(#sk) AND attribute_not_exists(#deleting)",
+                ExpressionAttributeNames={
+                    "#sk": "conversationId",
+                    "#deleting": "deleting",
+                    "#messageCount": "messageCount",
+                },
+                ExpressionAttributeValues={":added": to_value(added)},
+            )
+        except ClientError as exc:
+            raise _missing_if_conflict(exc) from exc
 
     def mark_cleared(
         self, user_id: str, project_id: str, conversation_id: str, marker: str

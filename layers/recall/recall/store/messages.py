@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ConfigDict
+from pydantic.alias_generators import to_camel
+
 from recall.domain.messages import Message
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
     batch_delete,
+    chunks,
     decode_cursor,
     dynamodb_client,
     encode_cursor,
@@ -17,43 +21,27 @@ from recall.store.dynamodb import (
     to_item,
     to_value,
 )
+from recall.store.keys import thread_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
+class MessageItem(Message):
+    """A message as the table holds it: camelCase attributes under its thread."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    thread: str
+
+
 def message_item(thread: str, message: Message) -> Item:
-    return to_item(
-        {
-            "thread": thread,
-            "messageId": message.message_id,
-            "role": message.role,
-            "content": message.content,
-            "toolCalls": [call.model_dump() for call in message.tool_calls] or None,
-            "toolResults": [result.model_dump() for result in message.tool_results] or None,
-            "model": message.model,
-            "status": message.status,
-            "error": message.error,
-            "usage": message.usage.model_dump() if message.usage else None,
-            "createdAt": message.created_at,
-        }
-    )
+    record = MessageItem(thread=thread, **message.model_dump())
+    return to_item(record.model_dump(by_alias=True, exclude_defaults=True))
 
 
 def message_from(item: Item) -> Message:
-    values = from_item(item)
-    return Message(
-        message_id=values["messageId"],
-        role=values["role"],
-        content=values.get("content", ""),
-        tool_calls=values.get("toolCalls", []),
-        tool_results=values.get("toolResults", []),
-        model=values.get("model"),
-        status=values.get("status", "complete"),
-        error=values.get("error"),
-        usage=values.get("usage"),
-        created_at=values["createdAt"],
-    )
+    return Message.model_validate(MessageItem.model_validate(from_item(item)).model_dump())
 
 
 class MessageStore:
@@ -66,12 +54,19 @@ class MessageStore:
     def client(self) -> DynamoDBClient:
         return self._client or dynamodb_client()
 
-    def put_request(self, thread: str, message: Message) -> dict[str, Any]:
+    def put_request(
+        self, user_id: str, project_id: str, conversation_id: str, message: Message
+    ) -> dict[str, Any]:
+        """A message's put, for a transaction that saves it with the rest of its turn."""
+        thread = thread_key(user_id, project_id, conversation_id)
         return {"TableName": self._table, "Item": message_item(thread, message)}
 
-    def page(self, thread: str, limit: int, cursor: str | None) -> tuple[list[Message], str | None]:
+    def page(
+        self, user_id: str, project_id: str, conversation_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[Message], str | None]:
         """The newest ``limit`` messages before the cursor, returned oldest first; the next
         cursor reaches further back."""
+        thread = thread_key(user_id, project_id, conversation_id)
         query: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#thread = :thread",
@@ -90,10 +85,19 @@ class MessageStore:
         next_cursor = encode_cursor({"messageId": from_item(last)["messageId"]}) if last else None
         return messages, next_cursor
 
-    def latest_after(self, thread: str, after: str | None, limit: int) -> list[Message]:
+    def latest_after(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str,
+        after: str | None,
+        limit: int,
+    ) -> list[Message]:
         """The last ``limit`` messages after ``after`` (a clear-context marker), oldest first."""
         condition = "#thread = :thread"
-        values: dict[str, Any] = {":thread": to_value(thread)}
+        values: dict[str, Any] = {
+            ":thread": to_value(thread_key(user_id, project_id, conversation_id))
+        }
         if after:
             condition += " AND #id > :after"
             values[":after"] = to_value(after)
@@ -111,19 +115,28 @@ class MessageStore:
         )
         return [message_from(item) for item in reversed(result["Items"])]
 
-    def delete_thread(self, thread: str) -> int:
+    def add(
+        self, user_id: str, project_id: str, conversation_id: str, messages: list[Message]
+    ) -> None:
+        """Save messages outside a turn (seeding and backfill), in batches."""
+        thread = thread_key(user_id, project_id, conversation_id)
+        requests: list[Any] = [
+            {"PutRequest": {"Item": message_item(thread, message)}} for message in messages
+        ]
+        for batch in chunks(requests, 25):
+            self.client.batch_write_item(RequestItems={self._table: batch})
+
+    def delete_thread(self, user_id: str, project_id: str, conversation_id: str) -> int:
         """Delete every message of a thread, a page of keys at a time."""
-        deleted = 0
-        query: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "#thread = :thread",
-            "ExpressionAttributeNames": {"#thread": "thread", "#id": "messageId"},
-            "ExpressionAttributeValues": {":thread": to_value(thread)},
-            "ProjectionExpression": "#thread, #id",
-        }
-        while True:
-            page = self.client.query(**query)
-            deleted += batch_delete(self.client, self._table, page["Items"], self._batch_size)
-            if "LastEvaluatedKey" not in page:
-                return deleted
-            query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        thread = thread_key(user_id, project_id, conversation_id)
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#thread = :thread",
+            ExpressionAttributeNames={"#thread": "thread", "#id": "messageId"},
+            ExpressionAttributeValues={":thread": to_value(thread)},
+            ProjectionExpression="#thread, #id",
+        )
+        return sum(
+            batch_delete(self.client, self._table, page["Items"], self._batch_size)
+            for page in pages
+        )

@@ -9,38 +9,58 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from recall.domain import clock
 from recall.domain.messages import Message
 from recall.domain.session import Session
 from recall.settings import Settings
-from recall.store.dynamodb import Item, dynamodb_client, from_item, to_item, translate
-from recall.store.keys import due_bucket
+from recall.store.dynamodb import Item, dynamodb_client, from_item, to_item, to_value, translate
+from recall.store.keys import due_bucket, thread_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-def session_key(thread: str) -> Item:
-    return to_item({"thread": thread})
+class SessionItem(BaseModel):
+    """A session as the table holds it; the window keeps each message's own field names."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    thread: str
+    window: list[Message] = Field(default_factory=list)
+    summary: str | None = None
+    cleared_after: str | None = None
+    version: int = 0
+    updated_at: str | None = None
+    ttl: int | None = None
+    due_bucket: str | None = None
+    due_at: str | None = None
+
+    def session(self) -> Session:
+        return Session(
+            window=self.window,
+            summary=self.summary or "",
+            cleared_after=self.cleared_after,
+            version=self.version,
+            updated_at=self.updated_at,
+        )
+
+
+def session_key(user_id: str, project_id: str, conversation_id: str) -> Item:
+    return to_item({"thread": thread_key(user_id, project_id, conversation_id)})
 
 
 def session_from(item: Item) -> Session:
-    values = from_item(item)
-    return Session(
-        window=[Message.model_validate(message) for message in values.get("window", [])],
-        summary=values.get("summary", ""),
-        cleared_after=values.get("clearedAfter"),
-        version=values.get("version", 0),
-        updated_at=values.get("updatedAt"),
-    )
+    return SessionItem.model_validate(from_item(item)).session()
 
 
 class SessionStore:
     def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
         self._table = settings.sessions_table
         self._client = client
-        self._idle_seconds = settings.session_idle_hours * 3600
+        self._idle = timedelta(seconds=settings.session_idle_hours * 3600)
         self._shards = settings.due_shards
 
     @property
@@ -51,51 +71,68 @@ class SessionStore:
     def table(self) -> str:
         return self._table
 
-    def get(self, thread: str) -> Session | None:
+    def get(self, user_id: str, project_id: str, conversation_id: str) -> Session | None:
         item = self.client.get_item(
-            TableName=self._table, Key=session_key(thread), ConsistentRead=True
+            TableName=self._table,
+            Key=session_key(user_id, project_id, conversation_id),
+            ConsistentRead=True,
         ).get("Item")
         return session_from(item) if item else None
 
-    def item(self, thread: str, session: Session) -> Item:
+    def _item(self, thread: str, session: Session) -> Item:
         updated_at = session.updated_at or clock.stamp(clock.now())
-        due = clock.parse(updated_at) + timedelta(seconds=self._idle_seconds)
+        due = clock.parse(updated_at) + self._idle
         due_at = clock.stamp(due)
-        return to_item(
-            {
-                "thread": thread,
-                "window": [message.model_dump(exclude_none=True) for message in session.window],
-                "summary": session.summary or None,
-                "clearedAfter": session.cleared_after,
-                "version": session.version,
-                "updatedAt": updated_at,
-                "ttl": int(due.timestamp()),
-                "dueBucket": due_bucket(thread, due_at, self._shards),
-                "dueAt": due_at,
-            }
+        record = SessionItem(
+            thread=thread,
+            window=session.window,
+            summary=session.summary or None,
+            cleared_after=session.cleared_after,
+            version=session.version,
+            updated_at=updated_at,
+            ttl=int(due.timestamp()),
+            due_bucket=due_bucket(thread, due_at, self._shards),
+            due_at=due_at,
         )
+        values = record.model_dump(by_alias=True, exclude_none=True)
+        values["window"] = [message.model_dump(exclude_none=True) for message in session.window]
+        return to_item(values)
 
     def put_request(
-        self, thread: str, session: Session, expected_version: int | None
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str,
+        session: Session,
+        expected_version: int | None,
     ) -> dict[str, Any]:
         """A conditional put: only over the version this turn read (or none at all)."""
-        request: dict[str, Any] = {"TableName": self._table, "Item": self.item(thread, session)}
+        thread = thread_key(user_id, project_id, conversation_id)
+        request: dict[str, Any] = {"TableName": self._table, "Item": self._item(thread, session)}
         if expected_version is None:
             request["ConditionExpression"] = "attribute_not_exists(#thread)"
             request["ExpressionAttributeNames"] = {"#thread": "thread"}
         else:
             request["ConditionExpression"] = "#version = :version"
             request["ExpressionAttributeNames"] = {"#version": "version"}
-            request["ExpressionAttributeValues"] = {
-                ":version": to_item({"v": expected_version})["v"]
-            }
+            request["ExpressionAttributeValues"] = {":version": to_value(expected_version)}
         return request
 
-    def put(self, thread: str, session: Session, expected_version: int | None) -> None:
+    def put(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str,
+        session: Session,
+        expected_version: int | None,
+    ) -> None:
+        request = self.put_request(user_id, project_id, conversation_id, session, expected_version)
         try:
-            self.client.put_item(**self.put_request(thread, session, expected_version))
+            self.client.put_item(**request)
         except ClientError as exc:
             raise translate(exc, "The conversation's context changed meanwhile.") from exc
 
-    def delete(self, thread: str) -> None:
-        self.client.delete_item(TableName=self._table, Key=session_key(thread))
+    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
+        self.client.delete_item(
+            TableName=self._table, Key=session_key(user_id, project_id, conversation_id)
+        )

@@ -1,6 +1,6 @@
 """A chat turn's reads and writes span tables. Each table module builds its own keys and
-items; this module only puts them into one ``BatchGetItem`` before the model is called
-and one ``TransactWriteItems`` after it."""
+items; this module puts them into one ``BatchGetItem`` before the model is called and one
+``TransactWriteItems`` after it, and reads that transaction's cancellation reasons."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from botocore.exceptions import ClientError
 
 from recall.domain.access import Role
 from recall.domain.conversations import Conversation
+from recall.domain.messages import Message
 from recall.domain.projects import Project
 from recall.domain.session import Session
 from recall.errors import Conflict, NotFound, Throttled
 from recall.store.conversations import ConversationStore, conversation_from, conversation_key
 from recall.store.dynamodb import Item, cancellation_codes, dynamodb_client, error_code, translate
+from recall.store.memories import MemoryStore
+from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore, session_from, session_key
 
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _UNPROCESSED_RETRIES = 5
+_FAILED = "ConditionalCheckFailed"
 
 
 @dataclass
@@ -32,6 +36,18 @@ class TurnReads:
     role: Role | None
     conversation: Conversation | None
     session: Session | None
+
+
+@dataclass
+class SavedTurn:
+    """What one turn adds to its thread, saved together or not at all."""
+
+    conversation: Conversation
+    messages: list[Message]
+    session: Session
+    expected_version: int | None
+    model_id: str
+    at: str
 
 
 class SessionChanged(Conflict):
@@ -43,34 +59,40 @@ class TurnStore:
         self,
         projects: ProjectStore,
         conversations: ConversationStore,
+        messages: MessageStore,
         sessions: SessionStore,
+        memories: MemoryStore,
         client: DynamoDBClient | None = None,
     ) -> None:
         self._projects = projects
         self._conversations = conversations
+        self._messages = messages
         self._sessions = sessions
+        self._memories = memories
         self._client = client
 
     @property
     def client(self) -> DynamoDBClient:
         return self._client or dynamodb_client()
 
-    def read(
-        self, user_id: str, project_id: str, conversation_id: str | None, thread: str | None
-    ) -> TurnReads:
-        """The project, the caller's role, the thread and its session: one request."""
+    def read(self, user_id: str, project_id: str, conversation_id: str | None) -> TurnReads:
+        """The project, the caller's role and, with a thread, the thread and its session:
+        one request."""
         request: dict[str, Any] = {
             self._projects.table: {
                 "Keys": self._projects.project_and_role_keys(project_id, user_id),
                 "ConsistentRead": True,
             }
         }
-        if conversation_id and thread:
+        if conversation_id:
             request[self._conversations.table] = {
                 "Keys": [conversation_key(user_id, project_id, conversation_id)],
                 "ConsistentRead": True,
             }
-            request[self._sessions.table] = {"Keys": [session_key(thread)], "ConsistentRead": True}
+            request[self._sessions.table] = {
+                "Keys": [session_key(user_id, project_id, conversation_id)],
+                "ConsistentRead": True,
+            }
         found: dict[str, list[Item]] = {}
         for attempt in range(_UNPROCESSED_RETRIES):
             result = self.client.batch_get_item(RequestItems=request)
@@ -92,22 +114,44 @@ class TurnStore:
             session=session_from(sessions[0]) if sessions else None,
         )
 
-    def write(
-        self, items: list[dict[str, Any]], session_index: int, conversation_index: int
-    ) -> None:
-        """Everything a turn saves, or nothing. A lost race on the session is
+    def save(self, turn: SavedTurn) -> None:
+        """Everything a turn saves, in one transaction: its messages, the session over the
+        version the turn read, the thread's counters and, for a new session, one more
+        session toward the consolidation gate. A lost race on the session is
         ``SessionChanged``; a thread deleted meanwhile is ``NotFound``."""
+        conversation = turn.conversation
+        owner = (conversation.user_id, conversation.project_id, conversation.conversation_id)
+        items: list[Any] = [
+            {"Put": self._messages.put_request(*owner, message)} for message in turn.messages
+        ]
+        session_at = len(items)
+        items.append(
+            {"Put": self._sessions.put_request(*owner, turn.session, turn.expected_version)}
+        )
+        conversation_at = len(items)
+        items.append(
+            {
+                "Update": self._conversations.turn_update_request(
+                    conversation, len(turn.messages), turn.model_id, turn.at
+                )
+            }
+        )
+        if turn.expected_version is None:
+            items.append(
+                {
+                    "Update": self._memories.session_started_request(
+                        conversation.user_id, conversation.project_id
+                    )
+                }
+            )
         try:
-            self.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+            self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
             if error_code(exc) != "TransactionCanceledException":
                 raise translate(exc) from exc
             codes = cancellation_codes(exc)
-            if (
-                len(codes) > conversation_index
-                and codes[conversation_index] == "ConditionalCheckFailed"
-            ):
+            if len(codes) > conversation_at and codes[conversation_at] == _FAILED:
                 raise NotFound("The conversation was deleted.") from exc
-            if len(codes) > session_index and codes[session_index] == "ConditionalCheckFailed":
+            if len(codes) > session_at and codes[session_at] == _FAILED:
                 raise SessionChanged("Another turn saved first.") from exc
             raise translate(exc) from exc
