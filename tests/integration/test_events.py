@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 
 from local import embedded, runtime, template
-from local.seed import DemoIds, seed_demo
+from local.seed import DEMO_USER, DemoIds, seed_demo
 
 EVENTS = template.ROOT / "events"
 EVENT_FILES = sorted(EVENTS.glob("*.json"))
-DEMO_USER = "demo-user"
 
 # The status each event answers over the seeded demo project. Creates are 201 and deletes
 # 204; the two PUTs answer 200 because the seed already holds what they set (the memory
@@ -61,13 +60,6 @@ def function_of(event_file: Path) -> str:
 def load(event_file: Path) -> dict[str, Any]:
     event: dict[str, Any] = json.loads(event_file.read_text())
     return event
-
-
-def shared_id(name: str) -> str:
-    """The one ``projectId`` (or ``conversationId``) every event that has one uses."""
-    found = {load(path).get("pathParameters", {}).get(name) for path in EVENT_FILES} - {None}
-    assert len(found) == 1, f"events should share one {name}, found {found}"
-    return str(found.pop())
 
 
 @pytest.fixture(autouse=True)
