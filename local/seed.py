@@ -1,16 +1,19 @@
-"""Long threads on demand, for benchmarks and tests: saved messages added straight to the
-store, as years of chatting would leave them."""
+"""Data put in the store without going through the API: long threads for benchmarks and
+tests (saved messages added straight to the store, as years of chatting would leave them),
+and the demo project that the sample events in ``events/`` name."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+from typing import NamedTuple
 
 from local import template
 from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
+from recall.domain.memory import Category, MemoryEntry
 from recall.domain.messages import Message
 from recall.domain.projects import Member, Project
 from recall.errors import Conflict
@@ -38,26 +41,73 @@ def grow_thread(user_id: str, project_id: str, conversation_id: str, count: int)
 
 
 DEMO_USER = "demo-user"
+DEMO_MEMORY_VALUE = "dark navy, no bright colours"
 
 
-def demo_ids() -> tuple[str, str]:
-    """The one project id and thread id that every sample event in ``events/`` names."""
-    found: dict[str, set[str]] = {"projectId": set(), "conversationId": set()}
+class DemoIds(NamedTuple):
+    """What the sample events in ``events/`` name, read from their path parameters."""
+
+    project_id: str
+    conversation_id: str
+    memory_key: str
+    member_id: str
+
+
+_PATH_PARAMETERS = {
+    "project_id": "projectId",
+    "conversation_id": "conversationId",
+    "memory_key": "key",
+    "member_id": "userId",
+}
+
+
+def demo_ids() -> DemoIds:
+    """The one value of each path parameter the sample events share, so the seed follows
+    the events when one of them changes."""
+    found: dict[str, set[str]] = {name: set() for name in _PATH_PARAMETERS.values()}
     for path in (template.ROOT / "events").glob("*.json"):
         parameters = json.loads(path.read_text()).get("pathParameters") or {}
         for name, values in found.items():
             if name in parameters:
                 values.add(parameters[name])
-    (project_id,), (conversation_id,) = found["projectId"], found["conversationId"]
-    return project_id, conversation_id
+    chosen: dict[str, str] = {}
+    for field, name in _PATH_PARAMETERS.items():
+        if len(found[name]) != 1:
+            raise ValueError(f"events/ should name exactly one {name}, found {found[name]}")
+        chosen[field] = found[name].pop()
+    return DemoIds(**chosen)
 
 
-def seed_demo() -> tuple[str, str]:
-    """The demo project (owned by the events' caller) and its thread, so the sample events
-    reach the handlers' real work instead of the 403 a stranger gets."""
-    project_id, conversation_id = demo_ids()
-    seed_project(DEMO_USER, project_id, conversation_id)
-    return project_id, conversation_id
+def seed_demo() -> DemoIds:
+    """What the sample events name, so each reaches its handler's success path instead of
+    the 403 a stranger gets or the 404 of a missing item: the project (owned by the events'
+    caller), its thread, a persistent memory entry with its history, and a viewer the member
+    events change and remove. Anything already there is left as it is, so seeding again
+    after an event restores only what that event deleted."""
+    ids = demo_ids()
+    seed_project(DEMO_USER, ids.project_id, ids.conversation_id)
+    settings = get_settings()
+    projects = ProjectStore(settings)
+    if projects.role_of(ids.project_id, ids.member_id) is None:
+        member = Member(
+            project_id=ids.project_id,
+            user_id=ids.member_id,
+            role=Role.VIEWER,
+            added_at=clock.stamp(clock.now()),
+        )
+        with contextlib.suppress(Conflict):  # another seeding added them meanwhile
+            projects.change_member(member, before=None, after=Role.VIEWER, owner_delta=0)
+    # Imported here, not at the top: importing the memory store creates Powertools' Logger,
+    # which writes to whatever sys.stdout is at that moment, and ``local.invoke`` imports
+    # this module before it sends stdout to stderr to keep its own output pure JSON.
+    from recall.store.memories import MemoryStore
+
+    memories = MemoryStore(settings)
+    now = clock.now()
+    if memories.get(DEMO_USER, ids.project_id, ids.memory_key, None, now) is None:
+        entry = MemoryEntry(key=ids.memory_key, value=DEMO_MEMORY_VALUE, category=Category.BRAND)
+        memories.write(DEMO_USER, ids.project_id, entry, now)
+    return ids
 
 
 def seed_project(owner_id: str, project_id: str, conversation_id: str) -> None:

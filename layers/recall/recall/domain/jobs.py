@@ -43,17 +43,17 @@ class ConsolidateJob(_Job):
     kind: Literal[JobKind.CONSOLIDATE] = JobKind.CONSOLIDATE
 
 
-Job = Annotated[ExtractJob | SummarizeJob | ConsolidateJob, Field(discriminator="kind")]
-JOB = TypeAdapter(Job)
+AnyJob = ExtractJob | SummarizeJob | ConsolidateJob
+_JOB: TypeAdapter[AnyJob] = TypeAdapter(Annotated[AnyJob, Field(discriminator="kind")])
 
 
-def job_body(job: ExtractJob | SummarizeJob | ConsolidateJob) -> str:
+def job_body(job: AnyJob) -> str:
     return job.model_dump_json(by_alias=True)
 
 
-def job_of(body: str) -> ExtractJob | SummarizeJob | ConsolidateJob:
+def job_of(body: str) -> AnyJob:
     """A queue message's job; a malformed one raises ``pydantic.ValidationError``."""
-    return JOB.validate_json(body)
+    return _JOB.validate_json(body)
 
 
 class ScheduledJob(StrEnum):
