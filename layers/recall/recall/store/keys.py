@@ -1,6 +1,6 @@
-"""Every key format of Recall's tables, defined once. Ids never contain ``#`` (ULIDs,
-validated keys and JWT subjects are checked before they reach a key), so each joined key
-splits back unambiguously."""
+"""Every key format of Recall's tables, defined once. Project, conversation and message
+ids are ULIDs and memory keys are ``[a-z0-9_.-]``, so none contains ``#``; a user id (the
+JWT ``sub``) comes first, so an owner key splits back at its last ``#``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def owner_key(user_id: str, project_id: str) -> str:
 
 def owner_parts(owner: str) -> tuple[str, str]:
     """``(user_id, project_id)`` of an owner key."""
-    user_id, project_id = owner.split(SEPARATOR, 1)
+    user_id, project_id = owner.rsplit(SEPARATOR, 1)
     return user_id, project_id
 
 
