@@ -31,6 +31,7 @@ from recall.domain.prompt import (
     PromptMessage,
     ToolCall,
     ToolResult,
+    ToolSpec,
 )
 from recall.domain.tools import MEMORY_TOOLS
 from recall.providers.bedrock import WINDOW_OPENING, BedrockProvider
@@ -167,6 +168,119 @@ def test_turn_with_tools_sends_tool_config_and_maps_tool_use(
     assert reply.stop_reason == "tool_use"
     assert reply.text == "I'll remember that."
     assert reply.tool_calls == [ToolCall(id="tu-1", name="save_preference", input=tool_input)]
+
+
+RECORD_SUMMARY = ToolSpec(
+    name="record_summary",
+    description="Record the summary of earlier turns.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "facts": {"type": "array", "items": {"type": "string"}},
+            "decisions": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["facts", "decisions"],
+    },
+)
+RECORD_SUMMARY_CONFIG = {
+    "toolSpec": {
+        "name": RECORD_SUMMARY.name,
+        "description": RECORD_SUMMARY.description,
+        "inputSchema": {"json": RECORD_SUMMARY.input_schema},
+    }
+}
+
+
+def test_forced_tool_choice_is_sent_and_the_forced_call_comes_back_as_structured_input(
+    provider: BedrockProvider, stubber: Stubber
+) -> None:
+    # Given: a request that must answer through record_summary
+    request = ModelRequest(
+        model_id=MODEL,
+        system=SYSTEM,
+        messages=[PromptMessage(role="user", text="We sell candles. We decided on navy.")],
+        tools=[RECORD_SUMMARY],
+        tool_choice="record_summary",
+    )
+    structured = {"facts": ["We sell candles"], "decisions": ["Navy header"]}
+    stubber.add_response(
+        "converse",
+        converse_response(
+            [{"toolUse": {"toolUseId": "tu-9", "name": "record_summary", "input": structured}}],
+            stop_reason="tool_use",
+        ),
+        {
+            "modelId": MODEL,
+            "system": [{"text": text} for text in SYSTEM],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"text": "We sell candles. We decided on navy."}],
+                },
+            ],
+            "inferenceConfig": INFERENCE,
+            "toolConfig": {
+                "tools": [RECORD_SUMMARY_CONFIG],
+                "toolChoice": {"tool": {"name": "record_summary"}},
+            },
+        },
+    )
+
+    # When
+    reply = provider.converse(request)
+
+    # Then
+    assert reply.stop_reason == "tool_use"
+    assert reply.text == ""
+    assert reply.tool_calls == [ToolCall(id="tu-9", name="record_summary", input=structured)]
+
+
+def test_without_a_forced_choice_no_tool_choice_is_sent_and_the_model_decides(
+    provider: BedrockProvider, stubber: Stubber
+) -> None:
+    # Given: the same tool offered, no choice forced
+    request = ModelRequest(
+        model_id=MODEL,
+        system=SYSTEM,
+        messages=[PromptMessage(role="user", text="Hi")],
+        tools=[RECORD_SUMMARY],
+    )
+    stubber.add_response(
+        "converse",
+        converse_response([{"text": "Hello!"}]),
+        {
+            "modelId": MODEL,
+            "system": [{"text": text} for text in SYSTEM],
+            "messages": [{"role": "user", "content": [{"text": "Hi"}]}],
+            "inferenceConfig": INFERENCE,
+            "toolConfig": {"tools": [RECORD_SUMMARY_CONFIG]},
+        },
+    )
+
+    # When
+    reply = provider.converse(request)
+
+    # Then: the Stubber matched toolConfig exactly, so no toolChoice went out
+    assert reply.text == "Hello!"
+    assert reply.tool_calls == []
+
+
+@pytest.mark.parametrize("tools", [[], MEMORY_TOOLS], ids=["no tools", "other tools"])
+def test_forcing_a_tool_the_request_does_not_offer_is_rejected_before_calling_bedrock(
+    provider: BedrockProvider, stubber: Stubber, tools: list[ToolSpec]
+) -> None:
+    # Given
+    request = ModelRequest(
+        model_id=MODEL,
+        system=SYSTEM,
+        messages=[PromptMessage(role="user", text="Summarise.")],
+        tools=tools,
+        tool_choice="record_summary",
+    )
+
+    # When / Then: no response is queued, so a call would fail the Stubber instead
+    with pytest.raises(ModelRejected, match="record_summary"):
+        provider.converse(request)
 
 
 def test_multi_round_tool_use_sends_tool_result_back_and_ends_in_text(

@@ -43,6 +43,8 @@ class ModelRequest(BaseModel):
     system: list[str]
     messages: list[PromptMessage]
     tools: list[ToolSpec] = Field(default_factory=list)
+    # The name of an offered tool the model must call (structured output); None lets it choose.
+    tool_choice: str | None = None
     max_tokens: int = 1024
     temperature: float = 0.3
 

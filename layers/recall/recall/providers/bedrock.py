@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         ConverseResponseTypeDef,
         MessageTypeDef,
         SystemContentBlockTypeDef,
+        ToolConfigurationTypeDef,
         ToolTypeDef,
     )
 
@@ -130,12 +131,19 @@ def converse_params(request: ModelRequest) -> ConverseRequestTypeDef:
     """The Converse request for a domain request.
 
     Tool blocks are only valid next to a `toolConfig`, so when a request offers no tools
-    (a last round that must end in text) earlier tool calls are sent as plain text.
+    (a last round that must end in text) earlier tool calls are sent as plain text. A forced
+    tool must be one the request offers: Bedrock would reject anything else.
     """
     native_tools = bool(request.tools)
     messages = _alternating(request.messages, native_tools=native_tools)
     if not messages:
         raise ModelRejected(f"Nothing to send to model {request.model_id}: no messages")
+    offered = {tool.name for tool in request.tools}
+    if request.tool_choice is not None and request.tool_choice not in offered:
+        raise ModelRejected(
+            f"Model {request.model_id} must call {request.tool_choice!r}, "
+            "which the request does not offer"
+        )
     params: ConverseRequestTypeDef = {
         "modelId": request.model_id,
         "messages": messages,
@@ -160,7 +168,10 @@ def converse_params(request: ModelRequest) -> ConverseRequestTypeDef:
             }
             for tool in request.tools
         ]
-        params["toolConfig"] = {"tools": tools}
+        tool_config: ToolConfigurationTypeDef = {"tools": tools}
+        if request.tool_choice is not None:
+            tool_config["toolChoice"] = {"tool": {"name": request.tool_choice}}
+        params["toolConfig"] = tool_config
     return params
 
 
