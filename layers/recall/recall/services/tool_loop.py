@@ -44,7 +44,11 @@ class ToolLoop:
         try:
             for round_number in range(self._rounds_max + 1):
                 tools_allowed = round_number < self._rounds_max
-                sent = request if tools_allowed else request.model_copy(update={"tools": []})
+                sent = (
+                    request
+                    if tools_allowed
+                    else request.model_copy(update={"tools": [], "tool_choice": None})
+                )
                 reply = provider.converse(sent)
                 exchange.usage = exchange.usage + reply.usage
                 if not (reply.tool_calls and tools_allowed):
