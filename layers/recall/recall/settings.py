@@ -78,6 +78,8 @@ class Settings(BaseModel):
     due_shards: int = 8
     dynamodb_max_attempts: int = 4
     member_change_attempts: int = 3
+    batch_retry_attempts: int = 8
+    batch_retry_base_seconds: float = 0.05
 
     # HTTP
     request_body_max_bytes: int = 262_144
