@@ -16,6 +16,8 @@ import boto3
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from recall.errors import Conflict, Invalid, Throttled
 from recall.settings import get_settings
@@ -77,6 +79,16 @@ def to_item(values: Mapping[str, Any]) -> Item:
         for key, value in values.items()
         if value is not None
     }
+
+
+class StoredItem(BaseModel):
+    """Base of the tables' item models: attribute names on the wire are the fields'
+    camelCase. Read with ``Model.model_validate(from_item(item))``, write with ``.item()``."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    def item(self) -> Item:
+        return to_item(self.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def to_value(value: Any) -> Any:

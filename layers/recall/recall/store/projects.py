@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from recall.domain.access import Role
 from recall.domain.projects import ContextValue, Member, Project
@@ -15,6 +14,7 @@ from recall.errors import Conflict, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
+    StoredItem,
     batch_get,
     decode_cursor,
     dynamodb_client,
@@ -41,16 +41,7 @@ def member_key(project_id: str, user_id: str) -> Item:
     return to_item({"projectId": project_id, "sk": MEMBER_PREFIX + user_id})
 
 
-class _StoredItem(BaseModel):
-    """An item as DynamoDB holds it: attribute names are the fields' camelCase."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-    def item(self) -> Item:
-        return to_item(self.model_dump(mode="json", by_alias=True, exclude_none=True))
-
-
-class ProjectItem(_StoredItem):
+class ProjectItem(StoredItem):
     project_id: str
     sk: str = PROJECT_SK
     name: str
@@ -61,10 +52,10 @@ class ProjectItem(_StoredItem):
     updated_at: str
 
     def project(self) -> Project:
-        return Project.model_validate(self.model_dump(exclude={"sk"}))
+        return Project.model_validate(self.model_dump(include=set(Project.model_fields)))
 
 
-class MemberItem(_StoredItem):
+class MemberItem(StoredItem):
     """A member's item; ``byMember`` projects only its keys and ``role``."""
 
     project_id: str
@@ -78,7 +69,7 @@ class MemberItem(_StoredItem):
         return cls.model_validate({**member.model_dump(), "sk": MEMBER_PREFIX + member.user_id})
 
     def member(self) -> Member:
-        return Member.model_validate(self.model_dump(exclude={"sk"}))
+        return Member.model_validate(self.model_dump(include=set(Member.model_fields)))
 
 
 class ProjectStore:
