@@ -49,10 +49,10 @@ class Settings(BaseModel):
     memory_cap: int = 50
     memory_value_max_chars: int = 500
     extract_min_messages: int = 6
-    extract_cooldown_hours: int = 4
+    extract_cooldown_seconds: int = 14400
     extract_min_confidence: float = 0.6
     extract_max_new: int = 8
-    consolidate_min_hours: int = 24
+    consolidate_min_seconds: int = 86400
     consolidate_min_sessions: int = 3
     consolidate_min_memories: int = 5
     thread_memory_cap: int = 50
