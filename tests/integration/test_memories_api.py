@@ -14,7 +14,8 @@ from recall.domain.memory import Category, MemoryEntry, parse_memory_block, rend
 from recall.settings import get_settings
 from recall.store.dynamodb import to_item
 from recall.store.keys import owner_key as owner_of
-from recall.store.memories import MemoryStore, entry_sk
+from recall.store.memories import MemoryStore
+from recall.store.memory_items import entry_sk
 from tests.conftest import Api
 
 
@@ -182,7 +183,7 @@ def test_expired_entries_are_not_listed_or_rendered_even_before_any_cleanup(
     # Then the entry is not read, though its item is still stored
     assert [k for _, k in keys_of(listed)] == ["tone"]
     raw = store.client.get_item(
-        TableName=store.table,
+        TableName=get_settings().memories_table,
         Key=to_item({"owner": owner_of(alice.sub or "", project), "sk": entry_sk("sale", None)}),
     )
     assert "Item" in raw

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+import logging
 from typing import Any
 import uuid
 
+from botocore.exceptions import ClientError
 import pytest
 
 from recall.domain import clock
@@ -19,13 +21,15 @@ from recall.services.access import ProjectAccess
 from recall.services.memories import MemoryService
 from recall.settings import get_settings
 from recall.store.conversations import ConversationStore
-from recall.store.dynamodb import from_item, to_item
+from recall.store.dynamodb import cancellation_codes, dynamodb_client, from_item, to_item
 from recall.store.keys import owner_key as owner_of
-from recall.store.memories import BY_DUE, MemoryStore, entry_sk
+from recall.store.memories import MemoryStore
+from recall.store.memory_items import BY_DUE, entry_sk
 from recall.store.projects import ProjectStore
 
 NOW = datetime.fromisoformat("2025-03-01T12:00:00+00:00")
 THREAD = "01JTHREADAAAAAAAAAAAAAAAAA"
+REFUSED = "ConditionalCheckFailed"
 
 
 class Caller:
@@ -43,8 +47,8 @@ def me() -> Caller:
 
 @pytest.fixture
 def store_with() -> Callable[..., MemoryStore]:
-    def make(**limits: Any) -> MemoryStore:
-        return MemoryStore(get_settings().model_copy(update=limits))
+    def make(client: Any = None, **limits: Any) -> MemoryStore:
+        return MemoryStore(get_settings().model_copy(update=limits), client)
 
     return make
 
@@ -71,12 +75,78 @@ def extracted(key: str, value: str = "v", **fields: Any) -> MemoryEntry:
     return entry(key, value, source=Source.EXTRACTED, confidence=0.8, **fields)
 
 
+def table() -> str:
+    return get_settings().memories_table
+
+
 def raw_item(store: MemoryStore, me: Caller, key: str, thread: str | None = None) -> Any:
     found = store.client.get_item(
-        TableName=store.table,
+        TableName=table(),
         Key=to_item({"owner": owner_of(me.user, me.project), "sk": entry_sk(key, thread)}),
     ).get("Item")
     return from_item(found) if found else None
+
+
+def active_entry(store: MemoryStore, me: Caller, key: str) -> MemoryEntry | None:
+    """The caller's persistent entry under ``key``, as every reader sees it."""
+    persistent, _ = store.active(me.user, me.project, None, NOW)
+    return next((found for found in persistent if found.key == key), None)
+
+
+def start_sessions(store: MemoryStore, me: Caller, count: int) -> None:
+    """Sessions start as a chat turn's transaction starts them."""
+    for _ in range(count):
+        store.client.update_item(**store.session_started_request(me.user, me.project))
+
+
+class EdgeClient:
+    """The real DynamoDB client, with a seam at the boto3 edge for what the API cannot
+    time; every call not overridden goes through unchanged."""
+
+    def __init__(self) -> None:
+        self.real = dynamodb_client()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+class RivalLandsFirst(EdgeClient):
+    """Runs ``rival`` (a real write through another store) once: after the store has read,
+    just before its first transaction reaches DynamoDB."""
+
+    def __init__(self, rival: Callable[[], object]) -> None:
+        super().__init__()
+        self.rival: Callable[[], object] | None = rival
+
+    def transact_write_items(self, **request: Any) -> Any:
+        if self.rival is not None:
+            rival, self.rival = self.rival, None
+            rival()
+        return self.real.transact_write_items(**request)
+
+
+class BelievesNoEntryIsExplicit(EdgeClient):
+    """A background writer that believes it may write anyway: every entry it reads says
+    ``extracted`` (at its real version). Records how DynamoDB answered each transaction."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers: list[list[str]] = []
+
+    def get_item(self, **request: Any) -> Any:
+        found = self.real.get_item(**request)
+        if "source" in found.get("Item", {}):
+            found["Item"]["source"] = {"S": Source.EXTRACTED.value}
+        return found
+
+    def transact_write_items(self, **request: Any) -> Any:
+        try:
+            answer = self.real.transact_write_items(**request)
+        except ClientError as exc:
+            self.answers.append(cancellation_codes(exc))
+            raise
+        self.answers.append([])
+        return answer
 
 
 def history(store: MemoryStore, me: Caller, key: str) -> list[tuple[str, Any, Any, Any]]:
@@ -100,7 +170,7 @@ def test_background_extraction_never_overwrites_an_explicit_entry(
     )
     # Then only the new key is written; the explicit entry and its history are untouched
     assert [e.key for e in written] == ["palette"]
-    kept = store.get(me.user, me.project, "tone", None, NOW)
+    kept = active_entry(store, me, "tone")
     assert kept is not None and kept.value == "warm" and kept.source == Source.EXPLICIT
     assert history(store, me, "tone") == [("created", None, "warm", "explicit")]
 
@@ -113,33 +183,47 @@ def test_consolidation_never_overwrites_or_deletes_an_explicit_entry(
     assert store.write(me.user, me.project, merged, NOW) is None
     removed = store.delete(me.user, me.project, "tone", None, Source.CONSOLIDATED, NOW)
     assert removed is None
-    kept = store.get(me.user, me.project, "tone", None, NOW)
+    kept = active_entry(store, me, "tone")
     assert kept is not None and kept.value == "warm"
 
 
 def test_the_explicit_rule_is_a_condition_on_the_write_not_a_read(
-    store: MemoryStore, me: Caller, monkeypatch: pytest.MonkeyPatch
+    store: MemoryStore, store_with: Callable[..., MemoryStore], me: Caller
 ) -> None:
-    # Given an explicit entry, and a background writer that believes it may write anyway
+    # Given an explicit entry, and a background writer whose every read says the entry is
+    # a background one
     store.write(me.user, me.project, entry("tone", "warm"), NOW)
-    monkeypatch.setattr(store, "_explicit_holds", lambda *args: False)
-    sent: list[Any] = []
-    real = store.client.transact_write_items
-
-    def spy(**request: Any) -> Any:
-        sent.append(request)
-        return real(**request)
-
-    monkeypatch.setattr(store.client, "transact_write_items", spy)
-    # When
+    believer = BelievesNoEntryIsExplicit()
+    # When it writes the key
     with pytest.raises(Conflict):
-        store.write(me.user, me.project, extracted("tone", "corporate"), NOW)
-    # Then every attempt was refused by DynamoDB, and the entry is untouched
-    assert sent and all(
-        "#source <> :explicit" in r["TransactItems"][0]["Put"]["ConditionExpression"] for r in sent
-    )
-    kept = store.get(me.user, me.project, "tone", None, NOW)
-    assert kept is not None and kept.value == "warm"
+        store_with(believer).write(me.user, me.project, extracted("tone", "corporate"), NOW)
+    # Then each of its attempts reached DynamoDB, which refused the entry's own put every
+    # time; the entry and its history are untouched
+    assert len(believer.answers) == get_settings().memory_write_attempts
+    assert all(codes[:1] == [REFUSED] for codes in believer.answers)
+    kept = active_entry(store, me, "tone")
+    assert kept is not None and kept.value == "warm" and kept.source == Source.EXPLICIT
+    assert history(store, me, "tone") == [("created", None, "warm", "explicit")]
+
+
+def test_an_explicit_write_that_lands_during_a_background_write_wins(
+    store: MemoryStore,
+    store_with: Callable[..., MemoryStore],
+    me: Caller,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given a background writer that reads "tone" as absent, and the user's explicit
+    # "tone" landing before the writer's transaction does
+    user = RivalLandsFirst(lambda: store.write(me.user, me.project, entry("tone", "warm"), NOW))
+    # When
+    with caplog.at_level(logging.INFO, logger="recall"):
+        written = store_with(user).write(me.user, me.project, extracted("tone", "corporate"), NOW)
+    # Then the background write gave way, and said so in the log
+    assert written is None and user.rival is None
+    kept = active_entry(store, me, "tone")
+    assert kept is not None and kept.value == "warm" and kept.source == Source.EXPLICIT
+    assert history(store, me, "tone") == [("created", None, "warm", "explicit")]
+    assert any(r.getMessage().startswith("background memory write skipped") for r in caplog.records)
 
 
 def test_a_background_write_updates_a_background_entry_and_the_newest_value_wins(
@@ -222,27 +306,22 @@ def test_background_writes_beyond_the_cap_are_dropped_and_logged(
 
 
 def test_the_cap_is_checked_in_the_write_itself_so_a_racing_create_cannot_pass_it(
-    store_with: Callable[..., MemoryStore], me: Caller, monkeypatch: pytest.MonkeyPatch
+    store_with: Callable[..., MemoryStore], me: Caller
 ) -> None:
-    # Given a cap of 2 with one entry, and a writer whose read is overtaken by another
-    # writer taking the last slot
-    store, rival = store_with(memory_cap=2), store_with(memory_cap=2)
-    store.write(me.user, me.project, entry("a"), NOW)
-    real_read = store._current
-
-    def overtaken(owner: str, sk: str) -> Any:
-        seen = real_read(owner, sk)
-        if sk == entry_sk("late", None):
-            rival.write(me.user, me.project, entry("rival"), NOW)
-        return seen
-
-    monkeypatch.setattr(store, "_current", overtaken)
+    # Given a cap of 2 with one entry, and a writer whose read is overtaken by a rival
+    # taking the last slot before the writer's transaction lands
+    rival = store_with(memory_cap=2)
+    rival.write(me.user, me.project, entry("a"), NOW)
+    overtaken = RivalLandsFirst(lambda: rival.write(me.user, me.project, entry("rival"), NOW))
+    store = store_with(overtaken, memory_cap=2)
     # When
     with pytest.raises(Conflict, match="already holds 2"):
         store.write(me.user, me.project, entry("late"), NOW)
-    # Then the counter refused it in the same transaction, and the store holds two
+    # Then the counter refused it in the same transaction, and the store holds the two
+    # that came first
+    assert overtaken.rival is None
     persistent, _ = store.active(me.user, me.project, None, NOW)
-    assert len(persistent) == 2
+    assert [e.key for e in persistent] == ["a", "rival"]
     assert store.meta(me.user, me.project).persistent_count == 2
 
 
@@ -271,7 +350,7 @@ def test_a_counter_left_behind_by_a_ttl_delete_is_repaired_at_the_cap(
     store.write(me.user, me.project, entry("a"), NOW)
     store.write(me.user, me.project, entry("b"), NOW)
     store.client.delete_item(
-        TableName=store.table,
+        TableName=table(),
         Key=to_item({"owner": owner_of(me.user, me.project), "sk": entry_sk("a", None)}),
     )
     # When
@@ -311,7 +390,7 @@ def test_expired_entries_are_filtered_on_read_before_any_cleanup(
     # Then it is stored, yet no read returns it
     assert raw_item(store, me, "old") is not None
     assert [e.key for e in persistent] == ["new"] and thread == []
-    assert store.get(me.user, me.project, "old", None, NOW) is None
+    assert active_entry(store, me, "old") is None
     items = store.client.query(**store.persistent_request(me.user, me.project))["Items"]
     assert [e.key for e in store.entries_from(items, NOW)] == ["new"]
     assert [e.key for e in store.entries_from(items)] == ["new", "old"]
@@ -332,7 +411,7 @@ def test_an_expiring_entry_is_due_in_its_hour_bucket_and_carries_a_later_ttl(
     grace = timedelta(hours=get_settings().memory_ttl_grace_hours)
     assert item["ttl"] == int((expires + grace).timestamp())
     due = store.client.query(
-        TableName=store.table,
+        TableName=table(),
         IndexName=BY_DUE,
         KeyConditionExpression="#bucket = :bucket AND #at <= :now",
         ExpressionAttributeNames={"#bucket": "dueBucket", "#at": "dueAt"},
@@ -351,6 +430,39 @@ def test_clearing_an_expiry_removes_the_due_and_ttl_attributes(
     store.write(me.user, me.project, entry("sale"), NOW)
     item = raw_item(store, me, "sale")
     assert not {"expiresAt", "dueAt", "dueBucket", "ttl"} & set(item)
+
+
+def test_entries_and_their_history_keep_their_attribute_names_and_keys(
+    store: MemoryStore, me: Caller
+) -> None:
+    # Given an expiring thread entry, written then updated
+    expires = NOW + timedelta(hours=1)
+    for value in ("dark", "light"):
+        fields = {"scope": Scope.THREAD, "conversation_id": THREAD, "expires_at": expires}
+        store.write(me.user, me.project, entry("hero", value, **fields), NOW)
+    # When its items are read as DynamoDB holds them
+    item = raw_item(store, me, "hero", THREAD)
+    records = store.client.query(
+        TableName=table(),
+        KeyConditionExpression="#owner = :owner AND begins_with(#sk, :prefix)",
+        ExpressionAttributeNames={"#owner": "owner", "#sk": "sk"},
+        ExpressionAttributeValues=to_item(
+            {":owner": owner_of(me.user, me.project), ":prefix": "H#"}
+        ),
+    )["Items"]
+    # Then the names existing data and indexes depend on are unchanged
+    assert set(item) == {
+        *("owner", "sk", "key", "value", "category", "scope", "conversationId", "source"),
+        *("confidence", "createdAt", "updatedAt", "version"),
+        *("expiresAt", "dueAt", "dueBucket", "ttl"),
+    }
+    assert item["sk"] == f"T#{THREAD}#hero" and item["version"] == 2
+    history_names = {"owner", "sk", "key", "scope", "conversationId", "action", "category"}
+    assert [set(from_item(r)) for r in records] == [
+        history_names | {"newValue", "source", "at"},
+        history_names | {"oldValue", "newValue", "source", "at"},
+    ]
+    assert all(from_item(r)["sk"].startswith(f"H#T#{THREAD}#hero#") for r in records)
 
 
 def test_expire_deletes_only_an_entry_past_its_time_and_records_it(
@@ -419,14 +531,15 @@ def test_malformed_background_entries_are_skipped_not_fatal(store: MemoryStore, 
 def test_only_one_worker_claims_extraction_within_the_cooldown(
     store: MemoryStore, me: Caller
 ) -> None:
-    # Given two workers that run at the same moment
-    cooldown = timedelta(hours=get_settings().extract_cooldown_hours)
+    # Given two workers that run at the same moment, with the seeds' cooldown of 4 hours
+    cooldown = timedelta(seconds=get_settings().extract_cooldown_seconds)
+    assert cooldown == timedelta(hours=4)
     other = MemoryStore(get_settings())
     # When / Then: the first claims, the second is refused by the condition
-    assert store.claim_extraction(me.user, me.project, NOW, cooldown) is True
-    assert other.claim_extraction(me.user, me.project, NOW, cooldown) is False
-    assert store.claim_extraction(me.user, me.project, NOW + timedelta(hours=3), cooldown) is False
-    assert store.claim_extraction(me.user, me.project, NOW + cooldown, cooldown) is True
+    assert store.claim_extraction(me.user, me.project, NOW) is True
+    assert other.claim_extraction(me.user, me.project, NOW) is False
+    assert store.claim_extraction(me.user, me.project, NOW + timedelta(hours=3)) is False
+    assert store.claim_extraction(me.user, me.project, NOW + cooldown) is True
     assert store.meta(me.user, me.project).last_extraction_at == clock.stamp(NOW + cooldown)
 
 
@@ -434,22 +547,15 @@ def test_consolidation_is_claimed_only_when_all_three_gates_pass(
     store: MemoryStore, me: Caller
 ) -> None:
     settings = get_settings()
-    gap = timedelta(hours=settings.consolidate_min_hours)
+    gap = timedelta(seconds=settings.consolidate_min_seconds)
+    assert gap == timedelta(hours=24)
 
     def claim(at: datetime) -> bool:
-        return store.claim_consolidation(
-            me.user,
-            me.project,
-            at,
-            gap,
-            settings.consolidate_min_sessions,
-            settings.consolidate_min_memories,
-        )
+        return store.claim_consolidation(me.user, me.project, at)
 
     # Given too few sessions and memories
     assert claim(NOW) is False
-    for _ in range(settings.consolidate_min_sessions):
-        store.count_session(me.user, me.project)
+    start_sessions(store, me, settings.consolidate_min_sessions)
     assert claim(NOW) is False
     for index in range(settings.consolidate_min_memories):
         store.write(me.user, me.project, entry(f"m{index}"), NOW)
@@ -458,10 +564,34 @@ def test_consolidation_is_claimed_only_when_all_three_gates_pass(
     meta = store.meta(me.user, me.project)
     assert meta.sessions_since_consolidation == 0
     assert meta.last_consolidation_at == clock.stamp(NOW)
-    for _ in range(settings.consolidate_min_sessions):
-        store.count_session(me.user, me.project)
+    start_sessions(store, me, settings.consolidate_min_sessions)
     assert claim(NOW + gap - timedelta(minutes=1)) is False
     assert claim(NOW + gap) is True
+
+
+def test_the_gates_are_the_numbers_the_store_was_given(
+    store_with: Callable[..., MemoryStore], me: Caller
+) -> None:
+    # Given a store whose settings say: extract every minute; consolidate after two
+    # minutes, one session and one memory
+    store = store_with(
+        extract_cooldown_seconds=60,
+        consolidate_min_seconds=120,
+        consolidate_min_sessions=1,
+        consolidate_min_memories=1,
+    )
+    # When / Then: extraction follows its one-minute cooldown
+    assert store.claim_extraction(me.user, me.project, NOW) is True
+    assert store.claim_extraction(me.user, me.project, NOW + timedelta(seconds=59)) is False
+    assert store.claim_extraction(me.user, me.project, NOW + timedelta(seconds=60)) is True
+    # When / Then: consolidation needs one session and one memory, then two minutes
+    store.write(me.user, me.project, entry("tone"), NOW)
+    assert store.claim_consolidation(me.user, me.project, NOW) is False
+    start_sessions(store, me, 1)
+    assert store.claim_consolidation(me.user, me.project, NOW) is True
+    start_sessions(store, me, 1)
+    assert store.claim_consolidation(me.user, me.project, NOW + timedelta(seconds=119)) is False
+    assert store.claim_consolidation(me.user, me.project, NOW + timedelta(seconds=120)) is True
 
 
 def test_the_persistent_count_follows_creates_and_deletes(store: MemoryStore, me: Caller) -> None:

@@ -49,10 +49,10 @@ class Settings(BaseModel):
     memory_cap: int = 50
     memory_value_max_chars: int = 500
     extract_min_messages: int = 6
-    extract_cooldown_hours: int = 4
+    extract_cooldown_seconds: int = 14400
     extract_min_confidence: float = 0.6
     extract_max_new: int = 8
-    consolidate_min_hours: int = 24
+    consolidate_min_seconds: int = 86400
     consolidate_min_sessions: int = 3
     consolidate_min_memories: int = 5
     thread_memory_cap: int = 50
@@ -78,6 +78,8 @@ class Settings(BaseModel):
     due_shards: int = 8
     dynamodb_max_attempts: int = 4
     member_change_attempts: int = 3
+    batch_retry_attempts: int = 8
+    batch_retry_base_seconds: float = 0.05
 
     # HTTP
     request_body_max_bytes: int = 262_144

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from functools import lru_cache
 import json
+import random
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,8 @@ import boto3
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from recall.errors import Conflict, Invalid, Throttled
 from recall.settings import get_settings
@@ -26,6 +29,10 @@ Item = dict[str, Any]
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
+
+BATCH_GET_MAX_KEYS = 100
+BATCH_WRITE_MAX_ITEMS = 25
+BACKOFF_CEILING_SECONDS = 1.0
 
 _THROTTLING = {
     "ProvisionedThroughputExceededException",
@@ -74,6 +81,16 @@ def to_item(values: Mapping[str, Any]) -> Item:
     }
 
 
+class StoredItem(BaseModel):
+    """Base of the tables' item models: attribute names on the wire are the fields'
+    camelCase. Read with ``Model.model_validate(from_item(item))``, write with ``.item()``."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    def item(self) -> Item:
+        return to_item(self.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
 def to_value(value: Any) -> Any:
     return _serializer.serialize(_dynamo_ready(value))
 
@@ -112,19 +129,102 @@ def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[start : start + size]
 
 
-def batch_delete(client: DynamoDBClient, table: str, keys: list[Item], batch_size: int = 25) -> int:
-    """Delete keys in batches of ``batch_size``, retrying what DynamoDB left unprocessed."""
+def backoff_seconds(attempt: int, base_seconds: float) -> float:
+    """Full jitter: anywhere from nothing up to ``base_seconds * 2**attempt`` (at most
+    ``BACKOFF_CEILING_SECONDS``), so throttled callers spread out instead of retrying in
+    step. A spread, not a secret: the standard generator is the right one."""
+    ceiling = min(BACKOFF_CEILING_SECONDS, base_seconds * 2**attempt)
+    return random.uniform(0, ceiling)  # noqa: S311
+
+
+def _until_processed(
+    send: Callable[[Any], Any],
+    requests: Any,
+    attempts: int,
+    base_seconds: float,
+    sleep: Callable[[float], None],
+    busy: str,
+) -> None:
+    """The one retry policy for what a batch call leaves unprocessed: ``send`` returns
+    what is left; at most ``attempts`` calls, backing off between them, then ``Throttled``."""
+    for attempt in range(attempts):
+        requests = send(requests)
+        if not requests:
+            return
+        if attempt + 1 < attempts:
+            sleep(backoff_seconds(attempt, base_seconds))
+    raise Throttled(busy)
+
+
+def _get_requests(request_items: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """``request_items`` as requests of at most ``BATCH_GET_MAX_KEYS`` keys across all
+    tables, each table keeping its own read options."""
+    pairs = [(table, key) for table, read in request_items.items() for key in read["Keys"]]
+    for part in chunks(pairs, BATCH_GET_MAX_KEYS):
+        request: dict[str, Any] = {}
+        for table, key in part:
+            request.setdefault(table, {**request_items[table], "Keys": []})["Keys"].append(key)
+        yield request
+
+
+def batch_get(
+    client: DynamoDBClient,
+    request_items: Mapping[str, Any],
+    attempts: int,
+    base_seconds: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, list[Item]]:
+    """Every item ``request_items`` (BatchGetItem's ``RequestItems``) names that exists, by
+    table. Unprocessed keys are retried with backoff; ``Throttled`` if some are still
+    unprocessed after ``attempts`` calls."""
+    found: dict[str, list[Item]] = {table: [] for table in request_items}
+
+    def send(pending: dict[str, Any]) -> dict[str, Any]:
+        result = client.batch_get_item(RequestItems=pending)
+        for table, items in result.get("Responses", {}).items():
+            found.setdefault(table, []).extend(items)
+        return dict(result.get("UnprocessedKeys", {}))
+
+    for request in _get_requests(request_items):
+        _until_processed(
+            send, request, attempts, base_seconds, sleep, "The store is busy; try again shortly."
+        )
+    return found
+
+
+def batch_delete(
+    client: DynamoDBClient,
+    table: str,
+    keys: list[Item],
+    batch_size: int = BATCH_WRITE_MAX_ITEMS,
+    *,
+    attempts: int | None = None,
+    base_seconds: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Delete keys in batches of ``batch_size`` (at most 25), retrying what DynamoDB left
+    unprocessed with ``batch_get``'s policy; ``attempts`` and ``base_seconds`` default to
+    the settings' ``batch_retry_*``."""
+    settings = get_settings()
+    attempts = settings.batch_retry_attempts if attempts is None else attempts
+    base_seconds = settings.batch_retry_base_seconds if base_seconds is None else base_seconds
+
+    def send(pending: list[Any]) -> list[Any]:
+        result = client.batch_write_item(RequestItems={table: pending})
+        return list(result.get("UnprocessedItems", {}).get(table, []))
+
     deleted = 0
-    for batch in chunks(keys, min(batch_size, 25)):
-        requests: list[Any] = [{"DeleteRequest": {"Key": key}} for key in batch]
-        for attempt in range(8):
-            result = client.batch_write_item(RequestItems={table: requests})
-            requests = list(result.get("UnprocessedItems", {}).get(table, []))
-            if not requests:
-                break
-            time.sleep(min(0.05 * 2**attempt, 1.0))
-        if requests:
-            raise Throttled("The store is busy; part of the delete must be retried.")
+    for batch in chunks(keys, min(batch_size, BATCH_WRITE_MAX_ITEMS)):
+        requests = [{"DeleteRequest": {"Key": key}} for key in batch]
+        _until_processed(
+            send,
+            requests,
+            attempts,
+            base_seconds,
+            sleep,
+            "The store is busy; part of the delete must be retried.",
+        )
         deleted += len(batch)
     return deleted
 

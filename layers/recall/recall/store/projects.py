@@ -6,13 +6,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+from pydantic import Field
 
 from recall.domain.access import Role
-from recall.domain.projects import Member, Project
+from recall.domain.projects import ContextValue, Member, Project
 from recall.errors import Conflict, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
+    StoredItem,
+    batch_get,
     decode_cursor,
     dynamodb_client,
     encode_cursor,
@@ -38,73 +41,63 @@ def member_key(project_id: str, user_id: str) -> Item:
     return to_item({"projectId": project_id, "sk": MEMBER_PREFIX + user_id})
 
 
-def _project_from(item: Item) -> Project:
-    values = from_item(item)
-    return Project(
-        project_id=values["projectId"],
-        name=values["name"],
-        context=values.get("context", {}),
-        owner_count=values.get("ownerCount", 1),
-        created_by=values["createdBy"],
-        created_at=values["createdAt"],
-        updated_at=values["updatedAt"],
-    )
+class ProjectItem(StoredItem):
+    project_id: str
+    sk: str = PROJECT_SK
+    name: str
+    context: dict[str, ContextValue] = Field(default_factory=dict)
+    owner_count: int = 1
+    created_by: str
+    created_at: str
+    updated_at: str
+
+    def project(self) -> Project:
+        return Project.model_validate(self.model_dump(include=set(Project.model_fields)))
 
 
-def _member_from(item: Item) -> Member:
-    values = from_item(item)
-    return Member(
-        project_id=values["projectId"],
-        user_id=values["memberId"],
-        role=Role(values["role"]),
-        added_at=values.get("addedAt", ""),
-    )
+class MemberItem(StoredItem):
+    """A member's item; ``byMember`` projects only its keys and ``role``."""
 
+    project_id: str
+    sk: str
+    user_id: str = Field(alias="memberId")
+    role: Role
+    added_at: str = ""
 
-def _member_item(member: Member) -> Item:
-    return {
-        **member_key(member.project_id, member.user_id),
-        **to_item(
-            {"memberId": member.user_id, "role": member.role.value, "addedAt": member.added_at}
-        ),
-    }
+    @classmethod
+    def of(cls, member: Member) -> MemberItem:
+        return cls.model_validate({**member.model_dump(), "sk": MEMBER_PREFIX + member.user_id})
+
+    def member(self) -> Member:
+        return Member.model_validate(self.model_dump(include=set(Member.model_fields)))
 
 
 class ProjectStore:
     def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
         self._table = settings.projects_table
         self._client = client
+        self._batch_attempts = settings.batch_retry_attempts
+        self._batch_base_seconds = settings.batch_retry_base_seconds
 
     @property
     def client(self) -> DynamoDBClient:
         return self._client or dynamodb_client()
 
     def create(self, project: Project, owner: Member) -> None:
-        project_item = {
-            **project_key(project.project_id),
-            **to_item(
-                {
-                    "name": project.name,
-                    "context": project.context,
-                    "ownerCount": 1,
-                    "createdBy": project.created_by,
-                    "createdAt": project.created_at,
-                    "updatedAt": project.updated_at,
-                }
-            ),
-        }
+        """The project, with ``owner`` as its one owner, and the owner's member item."""
+        project_item = ProjectItem.model_validate({**project.model_dump(), "owner_count": 1})
         try:
             self.client.transact_write_items(
                 TransactItems=[
                     {
                         "Put": {
                             "TableName": self._table,
-                            "Item": project_item,
+                            "Item": project_item.item(),
                             "ConditionExpression": "attribute_not_exists(#pk)",
                             "ExpressionAttributeNames": {"#pk": "projectId"},
                         }
                     },
-                    {"Put": {"TableName": self._table, "Item": _member_item(owner)}},
+                    {"Put": {"TableName": self._table, "Item": MemberItem.of(owner).item()}},
                 ]
             )
         except ClientError as exc:
@@ -114,13 +107,13 @@ class ProjectStore:
         item = self.client.get_item(
             TableName=self._table, Key=project_key(project_id), ConsistentRead=True
         ).get("Item")
-        return _project_from(item) if item else None
+        return ProjectItem.model_validate(from_item(item)).project() if item else None
 
     def role_of(self, project_id: str, user_id: str) -> Role | None:
         item = self.client.get_item(
             TableName=self._table, Key=member_key(project_id, user_id), ConsistentRead=True
         ).get("Item")
-        return Role(from_item(item)["role"]) if item else None
+        return MemberItem.model_validate(from_item(item)).role if item else None
 
     def project_and_role_keys(self, project_id: str, user_id: str) -> list[Item]:
         """Keys for a caller's batched read of a project and their own role on it."""
@@ -130,10 +123,11 @@ class ProjectStore:
         project: Project | None = None
         role: Role | None = None
         for item in items:
-            if from_item({"sk": item["sk"]})["sk"] == PROJECT_SK:
-                project = _project_from(item)
+            values = from_item(item)
+            if values["sk"] == PROJECT_SK:
+                project = ProjectItem.model_validate(values).project()
             else:
-                role = Role(from_item(item)["role"])
+                role = MemberItem.model_validate(values).role
         return project, role
 
     @property
@@ -169,7 +163,7 @@ class ProjectStore:
             if isinstance(error, Conflict):
                 raise NotFound("No such project.") from exc
             raise error from exc
-        return _project_from(result["Attributes"])
+        return ProjectItem.model_validate(from_item(result["Attributes"])).project()
 
     def projects_of(
         self, user_id: str, limit: int, cursor: str | None
@@ -189,45 +183,43 @@ class ProjectStore:
                 **to_item({"memberId": user_id}),
             }
         page = self.client.query(**query)
-        roles = {
-            from_item(item)["projectId"]: Role(from_item(item)["role"]) for item in page["Items"]
-        }
-        projects = self._batch_get_projects(list(roles))
+        memberships = [MemberItem.model_validate(from_item(item)) for item in page["Items"]]
+        roles = {membership.project_id: membership.role for membership in memberships}
+        projects = self._projects(list(roles))
         rows = [(projects[pid], roles[pid]) for pid in roles if pid in projects]
         last = page.get("LastEvaluatedKey")
         next_cursor = encode_cursor({"projectId": from_item(last)["projectId"]}) if last else None
         return rows, next_cursor
 
-    def _batch_get_projects(self, project_ids: list[str]) -> dict[str, Project]:
-        found: dict[str, Project] = {}
-        keys: list[Any] = [project_key(pid) for pid in project_ids]
-        while keys:
-            result = self.client.batch_get_item(RequestItems={self._table: {"Keys": keys[:100]}})
-            for item in result["Responses"].get(self._table, []):
-                project = _project_from(item)
-                found[project.project_id] = project
-            unprocessed: Any = result.get("UnprocessedKeys", {}).get(self._table)
-            keys = keys[100:] + list(unprocessed["Keys"] if unprocessed else [])
-        return found
+    def _projects(self, project_ids: list[str]) -> dict[str, Project]:
+        """The projects that exist of ``project_ids``, by id: one bounded batch read."""
+        found = batch_get(
+            self.client,
+            {self._table: {"Keys": [project_key(pid) for pid in project_ids]}},
+            self._batch_attempts,
+            self._batch_base_seconds,
+        )
+        projects = [
+            ProjectItem.model_validate(from_item(item)).project() for item in found[self._table]
+        ]
+        return {project.project_id: project for project in projects}
 
     def members(self, project_id: str) -> list[Member]:
-        members: list[Member] = []
-        query: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
-            "ExpressionAttributeNames": {"#pk": "projectId", "#sk": "sk"},
-            "ExpressionAttributeValues": {
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
+            ExpressionAttributeNames={"#pk": "projectId", "#sk": "sk"},
+            ExpressionAttributeValues={
                 ":pk": to_value(project_id),
                 ":prefix": to_value(MEMBER_PREFIX),
             },
-            "ConsistentRead": True,
-        }
-        while True:
-            page = self.client.query(**query)
-            members.extend(_member_from(item) for item in page["Items"])
-            if "LastEvaluatedKey" not in page:
-                return members
-            query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            ConsistentRead=True,
+        )
+        return [
+            MemberItem.model_validate(from_item(item)).member()
+            for page in pages
+            for item in page["Items"]
+        ]
 
     def change_member(
         self, member: Member, before: Role | None, after: Role | None, owner_delta: int
@@ -258,7 +250,7 @@ class ProjectStore:
             change = {
                 "Put": {
                     "TableName": self._table,
-                    "Item": _member_item(member.model_copy(update={"role": after})),
+                    "Item": MemberItem.of(member.model_copy(update={"role": after})).item(),
                     "ConditionExpression": condition,
                     "ExpressionAttributeNames": names,
                     **({"ExpressionAttributeValues": values} if values else {}),

@@ -1,0 +1,176 @@
+"""The one transaction of each change to a memory entry. Every rule that a race could
+break is a condition DynamoDB checks as the change lands, never a read before it: the
+version read (or absence) of the entry, a background write never replacing an active
+explicit entry, a counter that moves only while below its cap, an expiry that has passed.
+
+A create moves its scope's counter in the same transaction as the entry; an update reuses
+its slot; a removal frees it. Each change appends its history record in the same
+transaction too.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from recall.domain import clock
+from recall.domain.ids import new_id
+from recall.domain.memory import (
+    BACKGROUND_SOURCES,
+    Action,
+    HistoryRecord,
+    MemoryEntry,
+    Source,
+    is_active,
+)
+from recall.settings import Settings
+from recall.store.dynamodb import to_value
+from recall.store.memory_items import EntryItem, HistoryItem, counter, item_key
+
+
+class MemoryTransactions:
+    """Builds the ``TransactItems`` the store sends; sends nothing itself."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._table = settings.memories_table
+        self._cap = settings.memory_cap
+        self._thread_cap = settings.thread_memory_cap
+        self._shards = settings.due_shards
+        self._ttl_grace = timedelta(hours=settings.memory_ttl_grace_hours)
+
+    def cap(self, conversation_id: str | None) -> int:
+        """The cap of a scope: a thread's with ``conversation_id``, else persistent."""
+        return self._cap if conversation_id is None else self._thread_cap
+
+    def write(
+        self, owner: str, entry: MemoryEntry, current: EntryItem | None, now: datetime
+    ) -> tuple[MemoryEntry, list[Any]]:
+        """The entry as it will be stored, and its transaction: the entry under its
+        condition, the counter when it takes a new slot (item 1), and its history records.
+        Writing over an expired entry is a create, recorded as ``expired`` then ``created``."""
+        previous = current.entry() if current else None
+        live = previous is not None and is_active(previous, now)
+        at = clock.stamp(now)
+        stored = entry.model_copy(
+            update={
+                "created_at": previous.created_at if previous and live else at,
+                "updated_at": at,
+            }
+        )
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        if current is None:
+            condition = "attribute_not_exists(#sk)"
+            names["#sk"] = "sk"
+        else:
+            condition = "#version = :version"
+            names["#version"] = "version"
+            values[":version"] = to_value(current.version)
+        if entry.source in BACKGROUND_SOURCES:
+            condition = (
+                f"({condition}) AND (attribute_not_exists(#sk) OR #source <> :explicit"
+                " OR #expiresAt <= :now)"
+            )
+            names.update({"#sk": "sk", "#source": "source", "#expiresAt": "expiresAt"})
+            values.update({":explicit": to_value(Source.EXPLICIT.value), ":now": to_value(at)})
+        version = current.version + 1 if current else 1
+        put: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": EntryItem.of(owner, stored, version, self._shards, self._ttl_grace).item(),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+        }
+        if values:
+            put["ExpressionAttributeValues"] = values
+        request: list[Any] = [{"Put": put}]
+        if current is None:
+            request.append(self._count(owner, entry.conversation_id, 1))
+        if previous is not None and not live:
+            request.append(
+                self._history_put(owner, previous, Action.EXPIRED, previous.value, None, None, now)
+            )
+        if live and previous is not None:
+            request.append(
+                self._history_put(
+                    owner, stored, Action.UPDATED, previous.value, stored.value, entry.source, now
+                )
+            )
+        else:
+            request.append(
+                self._history_put(
+                    owner, stored, Action.CREATED, None, stored.value, entry.source, now
+                )
+            )
+        return stored, request
+
+    def removal(
+        self, owner: str, current: EntryItem, source: Source | None, now: datetime
+    ) -> list[Any]:
+        """The entry at the version read, deleted with its slot and its history record.
+        ``source`` deleted it (a background source never an explicit entry); ``None``
+        means it expired, which the condition checks too."""
+        entry = current.entry()
+        condition = "#version = :version"
+        names = {"#version": "version"}
+        values: dict[str, Any] = {":version": to_value(current.version)}
+        if source is None:
+            condition += " AND #expiresAt <= :now"
+            names["#expiresAt"] = "expiresAt"
+            values[":now"] = to_value(clock.stamp(now))
+        elif source in BACKGROUND_SOURCES:
+            condition += " AND #source <> :explicit"
+            names["#source"] = "source"
+            values[":explicit"] = to_value(Source.EXPLICIT.value)
+        action = Action.EXPIRED if source is None else Action.DELETED
+        return [
+            {
+                "Delete": {
+                    "TableName": self._table,
+                    "Key": item_key(owner, current.sk),
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values,
+                }
+            },
+            self._count(owner, entry.conversation_id, -1),
+            self._history_put(owner, entry, action, entry.value, None, source, now),
+        ]
+
+    def _count(self, owner: str, conversation_id: str | None, delta: int) -> Any:
+        """Move a scope's counter; a step up only while it is below the cap."""
+        key, attribute = counter(owner, conversation_id)
+        update: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": key,
+            "UpdateExpression": "ADD #count :delta",
+            "ExpressionAttributeNames": {"#count": attribute},
+            "ExpressionAttributeValues": {":delta": to_value(delta)},
+        }
+        if delta > 0:
+            update["ConditionExpression"] = "attribute_not_exists(#count) OR #count < :cap"
+            update["ExpressionAttributeValues"][":cap"] = to_value(self.cap(conversation_id))
+        return {"Update": update}
+
+    def _history_put(
+        self,
+        owner: str,
+        entry: MemoryEntry,
+        action: Action,
+        old_value: str | None,
+        new_value: str | None,
+        source: Source | None,
+        now: datetime,
+    ) -> Any:
+        record = HistoryRecord(
+            key=entry.key,
+            scope=entry.scope,
+            conversation_id=entry.conversation_id,
+            action=action,
+            old_value=old_value,
+            new_value=new_value,
+            category=entry.category,
+            source=source,
+            at=clock.stamp(now),
+        )
+        item = HistoryItem.of(owner, record, new_id()).item()
+        return {"Put": {"TableName": self._table, "Item": item}}
