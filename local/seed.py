@@ -104,7 +104,8 @@ def seed_demo() -> DemoIds:
 
     memories = MemoryStore(settings)
     now = clock.now()
-    if memories.get(DEMO_USER, ids.project_id, ids.memory_key, None, now) is None:
+    persistent, _ = memories.active(DEMO_USER, ids.project_id, None, now)
+    if all(entry.key != ids.memory_key for entry in persistent):
         entry = MemoryEntry(key=ids.memory_key, value=DEMO_MEMORY_VALUE, category=Category.BRAND)
         memories.write(DEMO_USER, ids.project_id, entry, now)
     return ids

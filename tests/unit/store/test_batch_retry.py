@@ -89,7 +89,7 @@ def test_a_batch_read_that_stays_unprocessed_stops_at_the_bound_then_is_throttle
 def test_a_batch_delete_that_stays_unprocessed_follows_the_same_bound() -> None:
     client = FakeClient(processed=0)
     slept: list[float] = []
-    with pytest.raises(Throttled, match="part of the delete"):
+    with pytest.raises(Throttled, match="part of the batch"):
         batch_delete(
             client,  # type: ignore[arg-type]
             "memories",

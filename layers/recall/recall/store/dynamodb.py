@@ -170,14 +170,17 @@ def _get_requests(request_items: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 def batch_get(
     client: DynamoDBClient,
     request_items: Mapping[str, Any],
-    attempts: int,
-    base_seconds: float,
+    attempts: int | None = None,
+    base_seconds: float | None = None,
     *,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, list[Item]]:
     """Every item ``request_items`` (BatchGetItem's ``RequestItems``) names that exists, by
     table. Unprocessed keys are retried with backoff; ``Throttled`` if some are still
-    unprocessed after ``attempts`` calls."""
+    unprocessed after ``attempts`` calls (the settings' ``batch_retry_*`` by default)."""
+    settings = get_settings()
+    attempts = settings.batch_retry_attempts if attempts is None else attempts
+    base_seconds = settings.batch_retry_base_seconds if base_seconds is None else base_seconds
     found: dict[str, list[Item]] = {table: [] for table in request_items}
 
     def send(pending: dict[str, Any]) -> dict[str, Any]:
@@ -193,19 +196,19 @@ def batch_get(
     return found
 
 
-def batch_delete(
+def batch_write(
     client: DynamoDBClient,
     table: str,
-    keys: list[Item],
+    requests: list[Any],
     batch_size: int = BATCH_WRITE_MAX_ITEMS,
     *,
     attempts: int | None = None,
     base_seconds: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """Delete keys in batches of ``batch_size`` (at most 25), retrying what DynamoDB left
-    unprocessed with ``batch_get``'s policy; ``attempts`` and ``base_seconds`` default to
-    the settings' ``batch_retry_*``."""
+    """Send put or delete requests in batches of ``batch_size`` (at most 25), retrying what
+    DynamoDB left unprocessed with ``batch_get``'s policy; ``attempts`` and
+    ``base_seconds`` default to the settings' ``batch_retry_*``."""
     settings = get_settings()
     attempts = settings.batch_retry_attempts if attempts is None else attempts
     base_seconds = settings.batch_retry_base_seconds if base_seconds is None else base_seconds
@@ -214,19 +217,30 @@ def batch_delete(
         result = client.batch_write_item(RequestItems={table: pending})
         return list(result.get("UnprocessedItems", {}).get(table, []))
 
-    deleted = 0
-    for batch in chunks(keys, min(batch_size, BATCH_WRITE_MAX_ITEMS)):
-        requests = [{"DeleteRequest": {"Key": key}} for key in batch]
+    written = 0
+    for batch in chunks(requests, min(batch_size, BATCH_WRITE_MAX_ITEMS)):
         _until_processed(
             send,
-            requests,
+            batch,
             attempts,
             base_seconds,
             sleep,
-            "The store is busy; part of the delete must be retried.",
+            "The store is busy; part of the batch must be retried.",
         )
-        deleted += len(batch)
-    return deleted
+        written += len(batch)
+    return written
+
+
+def batch_delete(
+    client: DynamoDBClient,
+    table: str,
+    keys: list[Item],
+    batch_size: int = BATCH_WRITE_MAX_ITEMS,
+    **retry: Any,
+) -> int:
+    """Delete keys in batches, with ``batch_write``'s retries."""
+    requests = [{"DeleteRequest": {"Key": key}} for key in keys]
+    return batch_write(client, table, requests, batch_size, **retry)
 
 
 def encode_cursor(values: dict[str, str]) -> str:

@@ -13,7 +13,7 @@ from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
     batch_delete,
-    chunks,
+    batch_write,
     decode_cursor,
     dynamodb_client,
     encode_cursor,
@@ -123,8 +123,7 @@ class MessageStore:
         requests: list[Any] = [
             {"PutRequest": {"Item": message_item(thread, message)}} for message in messages
         ]
-        for batch in chunks(requests, 25):
-            self.client.batch_write_item(RequestItems={self._table: batch})
+        batch_write(self.client, self._table, requests)
 
     def delete_thread(self, user_id: str, project_id: str, conversation_id: str) -> int:
         """Delete every message of a thread, a page of keys at a time."""

@@ -5,7 +5,6 @@ items; this module puts them into one ``BatchGetItem`` before the model is calle
 from __future__ import annotations
 
 from dataclasses import dataclass
-import time
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -15,9 +14,15 @@ from recall.domain.conversations import Conversation
 from recall.domain.messages import Message
 from recall.domain.projects import Project
 from recall.domain.session import Session
-from recall.errors import Conflict, NotFound, Throttled
+from recall.errors import Conflict, NotFound
 from recall.store.conversations import ConversationStore, conversation_from, conversation_key
-from recall.store.dynamodb import Item, cancellation_codes, dynamodb_client, error_code, translate
+from recall.store.dynamodb import (
+    batch_get,
+    cancellation_codes,
+    dynamodb_client,
+    error_code,
+    translate,
+)
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
@@ -26,7 +31,6 @@ from recall.store.sessions import SessionStore, session_from, session_key
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-_UNPROCESSED_RETRIES = 5
 _FAILED = "ConditionalCheckFailed"
 
 
@@ -93,17 +97,7 @@ class TurnStore:
                 "Keys": [session_key(user_id, project_id, conversation_id)],
                 "ConsistentRead": True,
             }
-        found: dict[str, list[Item]] = {}
-        for attempt in range(_UNPROCESSED_RETRIES):
-            result = self.client.batch_get_item(RequestItems=request)
-            for table, items in result.get("Responses", {}).items():
-                found.setdefault(table, []).extend(items)
-            request = dict(result.get("UnprocessedKeys", {}))
-            if not request:
-                break
-            time.sleep(min(0.05 * 2**attempt, 1.0))
-        else:
-            raise Throttled("The store is busy; try again shortly.")
+        found = batch_get(self.client, request)
         project, role = self._projects.read_project_and_role(found.get(self._projects.table, []))
         conversations = found.get(self._conversations.table, [])
         sessions = found.get(self._sessions.table, [])
