@@ -131,11 +131,13 @@ _LEAD_IN = re.compile(rf"^(?:{_REMEMBER})[\s,:;-]*", re.IGNORECASE)
 # Words that open a sentence without being part of what it states.
 _OPENER = re.compile(
     r"^(?:(?:ok|okay|alright|right|so|also|and|oh|btw|by the way|hey|hi|hello|please|pls"
-    r"|love it|great|perfect|thanks|thank you|cool|nice)\b[\s,:;!-]*)+"
+    r"|love it|great|perfect|thanks|thank you|cool|nice|well|anyway|honestly|frankly"
+    r"|to be honest|tbh|actually|haha|lol)\b[\s,:;!-]*)+"
 )
 _IDIOMS = re.compile(
     r"\b(?:never mind|nevermind|do not worry|do not bother|do not mind|no worries|no problem"
     r"|no thanks|no thank you|no idea|no way|do not get me wrong|never heard of|all good"
+    r"|never say never|better late than never"
     r"|all set|all done)\b"
 )
 
@@ -156,6 +158,11 @@ _CONTRACTIONS: Final = (
     (re.compile(r"\b(it|that|there|what|who|he|she|here)'s\b"), r"\1 is"),
 )
 
+# An adverb that may sit between a subject and its verb ("I really prefer").
+_ADVERB = (
+    r"(?:(?:really|much|generally|usually|definitely|strongly|honestly|also|still|mostly"
+    r"|mainly|only|just|actually)\s+)?"
+)
 _SUBJECT = r"(?:i|you|we|they|he|she|it|this|that|these|those|there|the|my|our|your|their|anyone|anybody|someone|everyone)"  # noqa: E501
 _AUXILIARY = r"(?:do|does|did|is|are|was|were|am|can|could|would|will|shall|should|have|has|had|may|might|must)"  # noqa: E501
 _QUESTION = re.compile(
@@ -188,7 +195,8 @@ _REPORTING = (
 )
 _REPORTED = re.compile(
     rf"""
-    (?:^|\b(?!(?:i|we|always|also|just|apparently|really|once|even)\b)\w+\s+)
+    \b(?!(?:i|we|always|also|just|apparently|really|once|even|never|not|to|please|should
+        |must|would|will|can|could|do|and|or)\b)\w+\s+   # a speaker, not "never say"
         (?:(?:always|also|just|apparently|really|once|even)\s+)?
         {_REPORTING}\b                                   # someone else's words
     | \b(?:according\s+to|apparently|rumour\s+has\s+it|heard\s+that|read\s+that)\b
@@ -213,9 +221,12 @@ _COMPARATIVE = re.compile(
     |punchier|friendlier|quieter|calmer|(?:a\s+(?:bit|little|lot)\s+)(?:more|less))\b""",
     re.VERBOSE,
 )
-# "you always ..." describes the assistant; it does not instruct it.
-_ABOUT_THE_LISTENER = re.compile(
-    r"^you\s+(?:always|never|usually|often|sometimes)\s+(?!need\b|have\s+to\b|must\b|should\b)"
+# "you always ...", "I never ..." describe a habit of the assistant or of the user; they
+# instruct nothing unless the verb says what is wanted ("I always want a summary").
+_HABIT = re.compile(
+    r"""^(?:i|you)\s+(?:always|never|usually|often|sometimes)\s+
+    (?!(?:want|need|like|prefer|love|expect|require|hate|dislike|have\s+to|must|should)\b)""",
+    re.VERBOSE,
 )
 # "it", "this one": the thing on screen; not "this conversation", nor "make sure that".
 _DEICTIC = re.compile(
@@ -229,6 +240,8 @@ _DECIDED = re.compile(
     (?:decided|agreed|chose|chosen|settled\s+on|went\s+with|gone\s+with|opted\s+for
         |picked|switched|moved\s+\w+(?:\s+\w+)?\s+to|dropped|replaced|ditched|approved
         |signed\s+off\s+on|committed\s+to|locked\s+in|are\s+going\s+with)\b
+    | (?<!\bis\s)(?<!\bare\s)(?<!\bbe\s)(?<!\bbeen\s)\b(?:decided|approved|agreed\s+(?:on|to)
+        |signed\s+off\s+on|settled\s+on|opted\s+for)\b  # only ever a decision
     | \b(?:it\s+is\s+decided|final\s+decision|decision\s+is|we\s+have\s+a\s+decision)\b
     | ^let\s+us\s+go\s+with\b
     """,
@@ -252,6 +265,7 @@ _PAST_EVENT = re.compile(
         |last\s+(?:night|week|month|year|time|summer|winter|spring|autumn|fall|monday
         |tuesday|wednesday|thursday|friday|saturday|sunday))\b
         .*\b(?<!\bis\s)(?<!\bare\s){_PAST_VERB}\b
+    | \b(?:always|never|usually|often)\s+{_PAST_VERB}\b      # a habit that was
     | \b{_PAST_VERB}\b.*\b(?:yesterday|ago|the\s+other\s+day|last\s+(?:night|week|month
         |year|time))\b
     """,
@@ -296,8 +310,8 @@ _WIDE_MARKER = re.compile(
     re.VERBOSE,
 )
 _LIKING = re.compile(
-    r"""
-    \b(?:i|we)\s+(?:would\s+)?(?:prefer|rather|like|love|adore|want|always\s+want|favour
+    rf"""
+    \b(?:i|we)\s+{_ADVERB}(?:would\s+)?{_ADVERB}(?:prefer|rather|like|love|adore|want|always\s+want|favour
         |favor)\b(?!\s+(?:it|that|this|them|those|these|to|you)\b)
     | \b(?:i|we)\s+am\s+a\s+(?:big\s+|huge\s+)?fan\s+of\b
     | \b(?:i|we)\s+are\s+(?:big\s+|huge\s+)?fans\s+of\b
@@ -314,11 +328,11 @@ _NORM = re.compile(
     re.VERBOSE,
 )
 _BRAND = re.compile(
-    r"""
+    rf"""
     \b(?:tone|tones|voice|audience|audiences|brand|branding|persona|personality|register
         |sector|industry|niche|formal|informal|formally|informally|second\s+person
         |first\s+person|third\s+person)\b
-    | \b(?:we|i)\s+(?:write|speak|talk|sell)\s+(?:for|to)\b
+    | \b(?:we|i)\s+{_ADVERB}(?:write|speak|talk|sell)\s+(?:for|to)\b
     | \b(?:aimed|targeted)\s+at\b|\btarget\s+(?:market|customers?|readers?)\b
     | \bour\s+(?:customers|readers|clients|buyers)\s+are\b
     | \baddress\s+(?:readers|customers|people|users|clients)\b
@@ -326,8 +340,8 @@ _BRAND = re.compile(
     re.VERBOSE,
 )
 _BUSINESS_FACT = re.compile(
-    r"""
-    ^(?:(?:we|i)\s+(?:only\s+|mostly\s+|mainly\s+|also\s+)?
+    rf"""
+    ^(?:(?:we|i)\s+{_ADVERB}
             (?:sell|make|ship|offer|run|own|manage|serve|work|operate|use|employ|stock
             |write|speak|talk
             |produce|deliver|specialise|specialize|focus|open|close|have\s+(?:about|around
@@ -336,7 +350,7 @@ _BUSINESS_FACT = re.compile(
         | we\s+are\s+(?:launching|opening|moving|closing|releasing|rebranding|relaunching)\b
         | (?:our|my\s+(?:name|business|company|shop|store|brand|studio|website|site)
             |the\s+(?:business|company|shop|store|brand|studio|bakery|website|site|team
-            |owner|founder))\s+(?:[\w'&-]+\s+){0,3}?(?:is|are|opens|closes|has|have|runs
+            |owner|founder))\s+(?:[\w'&-]+\s+){{0,3}}?(?:is|are|opens|closes|has|have|runs
             |starts|ships|sells|includes|costs|lasts|comes)\b
         | (?:everything|all|most|some)\s+(?:of\s+)?(?:we|our)\b
         )
@@ -362,7 +376,7 @@ def _reading(body: str) -> tuple[Category, float] | None:
     """The category and confidence of a sentence's body, or None if it is not a rule."""
     if _QUESTION.search(body) or _HYPOTHETICAL.search(body) or _REPORTED.search(body):
         return None
-    if _ABOUT_THE_LISTENER.search(body):
+    if _HABIT.search(body):
         return None
     if _DECIDED.search(body) and not _UNDECIDED.search(body):
         return Category.HISTORY, _STATED
