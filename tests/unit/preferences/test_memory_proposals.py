@@ -3,13 +3,14 @@ category of clear cases, and keys that are valid and stay the same for the same 
 
 from __future__ import annotations
 
+from pathlib import Path
 import re
 
 from hypothesis import given
 from hypothesis import strategies as st
 import pytest
 
-from bench.eval_preferences import LABELLED, MIN_PRECISION, MIN_RECALL, load, score
+from bench.eval_preferences import HELD_OUT, LABELLED, MIN_PRECISION, MIN_RECALL, load, score
 from recall.domain.memory import Category
 from recall.domain.memory_proposals import (
     MemoryProposal,
@@ -46,9 +47,12 @@ def test_the_labelled_set_is_large_varied_and_mostly_rules() -> None:
     }
 
 
-def test_rules_are_told_from_chatter_with_high_precision_and_fair_recall() -> None:
+@pytest.mark.parametrize("utterances", [LABELLED, HELD_OUT], ids=["labelled", "held-out"])
+def test_rules_are_told_from_chatter_with_high_precision_and_fair_recall(
+    utterances: Path,
+) -> None:
     # When
-    result = score(load(LABELLED))
+    result = score(load(utterances))
 
     # Then
     wrong = [utterance.text for utterance, _ in result.wrong]

@@ -122,7 +122,7 @@ _THREAD_SCOPE = re.compile(r"\b(?:in|for) (?:the rest of )?this (?:conversation|
 
 # Lead-ins that ask for the rest to be kept; stripped from the value, they raise confidence.
 _REMEMBER = (
-    r"(?:please\s+)?(?:remember|keep in mind|bear in mind|note|do not forget|don't forget)"
+    r"(?:please\s+)?(?:remember|keep in mind|bear in mind|note|do not forget|don['’]t forget)"
     r"(?:\s+that\b|\s*[:,]|\s+(?=our\b|we\b|my\b|i\b))"
     r"|just so you know|so you know|fyi|for the record|for future reference|for reference"
     r"|for context|quick note|one more thing|note to self"
@@ -345,7 +345,7 @@ _BUSINESS_FACT = re.compile(
             (?:sell|make|ship|offer|run|own|manage|serve|work|operate|use|employ|stock
             |write|speak|talk
             |produce|deliver|specialise|specialize|focus|open|close|have\s+(?:about|around
-            |over|under|\d|a|an|two|three|four|five|ten)|are\s+(?:a|an|based|located
+            |over|under|\d+|a|an|two|three|four|five|ten)|are\s+(?:a|an|based|located
             |closed|open|only)|am\s+(?:a|an)\s+(?!bit\b|little\b|lot\b))\b
         | we\s+are\s+(?:launching|opening|moving|closing|releasing|rebranding|relaunching)\b
         | (?:our|my\s+(?:name|business|company|shop|store|brand|studio|website|site)
