@@ -107,6 +107,15 @@ def test_preference_for_this_conversation_is_thread_scoped(provider: OfflineProv
     assert call.input["key"] == "serif_font"
 
 
+def test_a_rule_for_the_rest_of_the_conversation_is_thread_scoped(
+    provider: OfflineProvider,
+) -> None:
+    call = only_call(provider, "For the rest of this conversation, answer in French.")
+
+    assert call.input["scope"] == "thread"
+    assert call.input["key"] == "answer_french"
+
+
 def test_never_forget_is_a_rule_to_follow_not_a_forbidden_thing(provider: OfflineProvider) -> None:
     call = only_call(provider, "Never forget to add alt text to images")
 

@@ -297,6 +297,7 @@ _STRONG_MARKER = re.compile(
         |in\s+general|every\s+time|each\s+time|any\s+time|anytime|whenever|every\s+single
         |at\s+all\s+times|keep\s+doing|(?:not|never)\s+ever)\b
     | ,\s*ever\b
+    | \b(?:in|for)\s+(?:the\s+rest\s+of\s+)?this\s+(?:conversation|thread|chat)\b  # its scope
     """,
     re.VERBOSE,
 )
