@@ -107,6 +107,15 @@ def test_preference_for_this_conversation_is_thread_scoped(provider: OfflineProv
     assert call.input["key"] == "serif_font"
 
 
+def test_a_rule_for_the_rest_of_the_conversation_is_thread_scoped(
+    provider: OfflineProvider,
+) -> None:
+    call = only_call(provider, "For the rest of this conversation, answer in French.")
+
+    assert call.input["scope"] == "thread"
+    assert call.input["key"] == "answer_french"
+
+
 def test_never_forget_is_a_rule_to_follow_not_a_forbidden_thing(provider: OfflineProvider) -> None:
     call = only_call(provider, "Never forget to add alt text to images")
 
@@ -127,13 +136,62 @@ def test_each_stated_rule_in_one_message_gets_its_own_call(provider: OfflineProv
     [
         "always keep the header dark",
         "Never, ever use Comic Sans!!!",
-        "I prefer",
+        "I prefer 🚀",
         "Remember that 🚀 launches matter",
         "always " + "very long words " * 40,
     ],
 )
 def test_keys_always_match_the_key_pattern(provider: OfflineProvider, text: str) -> None:
     assert re.match(KEY_PATTERN, only_call(provider, text).input["key"])
+
+
+@pytest.mark.parametrize(
+    "chatter",
+    [
+        "Do you always answer this fast?",
+        "Why did you never suggest a dark theme?",
+        "Don't you think serif fonts look dated?",
+        "My boss said we should always use red.",
+        "Make this paragraph shorter.",
+    ],
+)
+def test_chatter_is_answered_without_saving_anything(
+    provider: OfflineProvider, chatter: str
+) -> None:
+    # When
+    reply = provider.converse(request(user(chatter)))
+
+    # Then
+    assert reply.stop_reason == "end_turn"
+    assert reply.tool_calls == []
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "category"),
+    [
+        ("Avoid bright blue anywhere", "no_bright_blue", "forbidden"),
+        (
+            "Stop using emojis in product descriptions",
+            "no_emojis_product_descriptions",
+            "forbidden",
+        ),
+        (
+            "Going forward, write all copy in the second person",
+            "write_copy_second_person",
+            "brand",
+        ),
+        ("We sell handmade candles in Lisbon.", "sell_handmade_candles_lisbon", "context"),
+        ("We decided to launch in March.", "decided_launch_march", "history"),
+    ],
+)
+def test_plainly_stated_rules_and_facts_are_saved(
+    provider: OfflineProvider, text: str, key: str, category: str
+) -> None:
+    call = only_call(provider, text)
+
+    assert call.name == SAVE_PREFERENCE
+    assert (call.input["key"], call.input["category"]) == (key, category)
+    assert call.input["scope"] == "persistent"
 
 
 def test_forget_names_the_key_and_keeps_its_scope(provider: OfflineProvider) -> None:

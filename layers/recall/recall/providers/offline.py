@@ -3,7 +3,9 @@
 It is the default for local runs and tests, so its answers are built to show what the
 context assembly got right: how many memory entries and earlier messages reached it,
 which entry matches the question, and whether a stated preference turns into a
-`save_preference` call the way a real model's would.
+`save_preference` call the way a real model's would. What counts as a stated preference is
+the domain's reading (`recall.domain.memory_proposals`), the same one background
+extraction uses, so both save the same things and neither saves chatter.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ import math
 import re
 from typing import Final
 
+from recall.domain.memory_proposals import (
+    MemoryProposal,
+    content_words,
+    memory_key,
+    propose_memories,
+)
 from recall.domain.prompt import (
     ModelReply,
     ModelRequest,
@@ -24,40 +32,18 @@ from recall.domain.prompt import (
     ToolSpec,
     Usage,
 )
-from recall.domain.tools import FORGET_PREFERENCE, MAX_VALUE_LENGTH, SAVE_PREFERENCE
+from recall.domain.tools import FORGET_PREFERENCE, SAVE_PREFERENCE
 
 _BLOCK = re.compile(r"<(project_memory|thread_memory)>(.*?)</\1>", re.DOTALL)
 _CATEGORY_LINE = re.compile(r"^\[([a-z_]+)\]$")
 _ENTRY_LINE = re.compile(r"^([a-z0-9_.-]{1,64}):\s*(.*)$")
-_WORD = re.compile(r"[a-z0-9]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
-
-# "never forget to ..." states a rule to follow, not a thing forbidden.
+# Names the key of an entry to forget: "forget that we never use X" means no_x.
 _FORBIDDING = re.compile(r"\b(?:never|don't|dont|do not)\b(?!\s+forget\b)")
-_DURABLE = re.compile(
-    r"\b(?:always|never|don't|dont|do not|remember that|i prefer|i'd prefer|i would prefer"
-    r"|from now on)\b"
-)
 _FORGETTING = re.compile(
     r"(?<!never )(?<!not )(?<!n't )\b(?:forget|stop remembering)\b(?:\s+(?:about|that))?\s+(.+)"
 )
-_THREAD_ONLY = re.compile(r"\b(?:in|for) this (?:conversation|thread|chat)\b")
-_LEAD_IN = re.compile(r"^(?:please[, ]+)?(?:remember that\s+|remember:\s*)", re.IGNORECASE)
+_THREAD_ONLY = re.compile(r"\b(?:in|for) (?:the rest of )?this (?:conversation|thread|chat)\b")
 _KEY_LIKE = re.compile(r"\b[a-z0-9]+(?:[_.-][a-z0-9]+)+\b")
-_BRAND_WORDS: Final = frozenset(
-    {"tone", "voice", "audience", "audiences", "brand", "branding", "sector", "industry"}
-)
-# Words that carry no meaning of their own in a stated rule ("always keep the ...").
-_FILLER_WORDS: Final = """
-    a an the and or but of to in on at for with by from as is are be been being it its
-    this that these those there here my our your their we you i me us they he she them
-    always never dont do does not no remember prefer id im ive would please should must
-    keep use using make made let lets want like just also all any every each some more
-    most very really can could will so than then when what which who how about forget
-    stop remembering preference preferences memory entry rule
-"""
-_FILLER: Final = frozenset(_FILLER_WORDS.split())
-_MAX_KEY_WORDS: Final = 4
 _CHARS_PER_TOKEN: Final = 4
 
 
@@ -124,15 +110,6 @@ def memory_entries(system: list[str]) -> list[MemoryEntry]:
     return entries
 
 
-def preference_key(statement: str, *, forbidden: bool = False) -> str:
-    """A stable snake_case key from the words of a statement that carry its meaning."""
-    words = [w for w in _words(_THREAD_ONLY.sub(" ", _normalised(statement))) if w not in _FILLER]
-    key = "_".join(words[:_MAX_KEY_WORDS])[:60].strip("_")
-    if not key:
-        key = "note_" + _digest(statement)[:8]
-    return f"no_{key}" if forbidden and not key.startswith("no_") else key
-
-
 def _memory_calls(
     text: str, tools: list[ToolSpec], entries: list[MemoryEntry], *, position: int
 ) -> list[ToolCall]:
@@ -148,32 +125,18 @@ def _memory_calls(
         return [call] if call and FORGET_PREFERENCE in offered else []
     if SAVE_PREFERENCE not in offered:
         return []
-    calls: dict[str, ToolCall] = {}
-    for sentence in _SENTENCE_END.split(text):
-        if _DURABLE.search(_normalised(sentence)):
-            call = _save_call(sentence, position=position)
-            calls.setdefault(call.input["key"], call)
-    return list(calls.values())
+    return [_save_call(proposal, position=position) for proposal in propose_memories(text)]
 
 
-def _save_call(sentence: str, *, position: int) -> ToolCall:
-    plain = _normalised(sentence)
-    forbidden = bool(_FORBIDDING.search(plain))
-    if forbidden:
-        category = "forbidden"
-    elif _BRAND_WORDS.intersection(_words(plain)):
-        category = "brand"
-    else:
-        category = "preferences"
-    value = _LEAD_IN.sub("", sentence.strip()).rstrip(" .!;").strip()
+def _save_call(proposal: MemoryProposal, *, position: int) -> ToolCall:
     return ToolCall(
-        id=_call_id(SAVE_PREFERENCE, sentence, position),
+        id=_call_id(SAVE_PREFERENCE, proposal.value, position),
         name=SAVE_PREFERENCE,
         input={
-            "key": preference_key(_LEAD_IN.sub("", sentence.strip()), forbidden=forbidden),
-            "value": value[:MAX_VALUE_LENGTH],
-            "category": category,
-            "scope": _scope(plain),
+            "key": proposal.key,
+            "value": proposal.value,
+            "category": proposal.category.value,
+            "scope": _scope(_normalised(proposal.value)),
         },
     )
 
@@ -188,8 +151,8 @@ def _forget_call(
         key = named.group(0)[:64]
     elif (match := _most_relevant(entries, phrase, fallback=False)) is not None:
         key = match.key
-    elif significant := [w for w in _words(phrase) if w not in _FILLER]:
-        key = preference_key(" ".join(significant), forbidden=bool(_FORBIDDING.search(phrase)))
+    elif significant := content_words(phrase):
+        key = memory_key(" ".join(significant), forbidden=bool(_FORBIDDING.search(phrase)))
     else:
         return None
     scope = known[key].scope if key in known else _scope(_normalised(text))
@@ -241,8 +204,8 @@ def _most_relevant(
     """The first entry sharing most words with the text; else the last one, if `fallback`."""
     if not entries:
         return None
-    asked = set(_words(_normalised(text))) - _FILLER
-    scores = [len(asked & set(_words(_normalised(f"{e.key} {e.value}")))) for e in entries]
+    asked = set(content_words(text))
+    scores = [len(asked & set(content_words(f"{e.key} {e.value}"))) for e in entries]
     best = max(scores)
     if best:
         return entries[scores.index(best)]
@@ -262,10 +225,6 @@ def _scope(plain: str) -> str:
 
 def _normalised(text: str) -> str:
     return text.lower().replace("\u2019", "'")
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.replace("'", ""))
 
 
 def _count(n: int, one: str, many: str) -> str:
