@@ -1,0 +1,638 @@
+"""In-memory stand-ins for the stores the services call, and a Recall put together from them
+the way ``recall.wiring`` puts the real one together.
+
+Each class has the public methods of its store that a service calls, with the same
+arguments and the same outcomes (``None`` for absent, ``NotFound``, ``Conflict``,
+``SessionChanged``), holding plain dicts instead of tables. They keep no keys and make no
+calls: a service test reads them back to see what the service did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from recall.domain import clock
+from recall.domain.access import Role
+from recall.domain.conversations import Conversation
+from recall.domain.ids import new_id
+from recall.domain.memory import (
+    BACKGROUND_SOURCES,
+    Action,
+    HistoryRecord,
+    MemoryEntry,
+    Source,
+    is_active,
+    sort_for_listing,
+)
+from recall.domain.messages import Message
+from recall.domain.projects import Member, Project
+from recall.domain.prompt import ModelReply, ModelRequest
+from recall.domain.session import Session
+from recall.errors import Conflict, NotFound
+from recall.services.access import ProjectAccess
+from recall.services.chat import ChatService
+from recall.services.context import ContextService
+from recall.services.conversations import ConversationService
+from recall.services.memories import MemoryService
+from recall.services.projects import ProjectService
+from recall.services.tool_loop import ToolLoop
+from recall.services.turn_context import TurnContextLoader
+from recall.settings import Settings
+from recall.store.turns import SavedTurn, SessionChanged, TurnReads
+
+Thread = tuple[str, str, str]  # user, project, conversation
+
+
+def _now_stamp() -> str:
+    return clock.stamp(clock.now())
+
+
+class InMemoryProjects:
+    """ProjectStore: projects, and each member's role on them."""
+
+    def __init__(self) -> None:
+        self.projects: dict[str, Project] = {}
+        self.roles: dict[tuple[str, str], Role] = {}
+        self.members_changed = 0
+        # Set by a test: the next ``change_member`` calls each lose a race to another owner.
+        self.lost_races = 0
+
+    def add(self, owner: str, members: dict[str, Role] | None = None, name: str = "Shop") -> str:
+        """Seed a project owned by ``owner``; its id."""
+        at = _now_stamp()
+        project = Project(
+            project_id=new_id(), name=name, created_by=owner, created_at=at, updated_at=at
+        )
+        self.create(
+            project,
+            Member(project_id=project.project_id, user_id=owner, role=Role.OWNER, added_at=at),
+        )
+        for user, role in (members or {}).items():
+            self.roles[(project.project_id, user)] = role
+        self._recount(project.project_id)
+        return project.project_id
+
+    def create(self, project: Project, owner: Member) -> None:
+        if project.project_id in self.projects:
+            raise Conflict("A project with this id already exists.")
+        self.projects[project.project_id] = project.model_copy(update={"owner_count": 1})
+        self.roles[(owner.project_id, owner.user_id)] = owner.role
+
+    def get(self, project_id: str) -> Project | None:
+        return self.projects.get(project_id)
+
+    def role_of(self, project_id: str, user_id: str) -> Role | None:
+        return self.roles.get((project_id, user_id))
+
+    def update(
+        self, project_id: str, name: str | None, context: dict[str, Any] | None, updated_at: str
+    ) -> Project:
+        project = self.projects.get(project_id)
+        if project is None:
+            raise NotFound("No such project.")
+        changes: dict[str, Any] = {"updated_at": updated_at}
+        if name is not None:
+            changes["name"] = name
+        if context is not None:
+            changes["context"] = context
+        self.projects[project_id] = project.model_copy(update=changes)
+        return self.projects[project_id]
+
+    def projects_of(
+        self, user_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[tuple[Project, Role]], str | None]:
+        rows = [
+            (self.projects[project_id], role)
+            for (project_id, user), role in sorted(self.roles.items())
+            if user == user_id and project_id in self.projects
+        ]
+        start = int(cursor) if cursor else 0
+        end = start + limit
+        return rows[start:end], str(end) if end < len(rows) else None
+
+    def members(self, project_id: str) -> list[Member]:
+        return [
+            Member(project_id=project_id, user_id=user, role=role, added_at="")
+            for (pid, user), role in sorted(self.roles.items())
+            if pid == project_id
+        ]
+
+    def change_member(
+        self, member: Member, before: Role | None, after: Role | None, owner_delta: int
+    ) -> None:
+        """Only while the member's role is still ``before`` and an owner would remain."""
+        project = self.projects.get(member.project_id)
+        place = (member.project_id, member.user_id)
+        if self.lost_races:
+            self.lost_races -= 1
+            raise Conflict("The project's members changed meanwhile.")
+        if project is None or self.roles.get(place) is not before:
+            raise Conflict("The project's members changed meanwhile.")
+        if project.owner_count + owner_delta < 1:
+            raise Conflict("The project's members changed meanwhile.")
+        if after is None:
+            del self.roles[place]
+        else:
+            self.roles[place] = after
+        self.members_changed += 1
+        self._recount(member.project_id)
+
+    def _recount(self, project_id: str) -> None:
+        owners = sum(
+            1 for (pid, _), role in self.roles.items() if pid == project_id and role is Role.OWNER
+        )
+        self.projects[project_id] = self.projects[project_id].model_copy(
+            update={"owner_count": owners}
+        )
+
+
+class InMemoryConversations:
+    """ConversationStore: each caller's threads; a thread being deleted reads as gone."""
+
+    def __init__(self) -> None:
+        self.threads: dict[Thread, Conversation] = {}
+        self.deleting: set[Thread] = set()
+
+    def add(self, user_id: str, project_id: str, **fields: Any) -> Conversation:
+        """Seed a thread; ``fields`` override the defaults (title, updated_at, counts…)."""
+        at = _now_stamp()
+        values: dict[str, Any] = {
+            "user_id": user_id,
+            "project_id": project_id,
+            "conversation_id": new_id(),
+            "title": "Seeded",
+            "created_at": at,
+            "updated_at": at,
+            **fields,
+        }
+        conversation = Conversation(**values)
+        self.create(conversation)
+        return conversation
+
+    def create(self, conversation: Conversation) -> None:
+        place = _thread(conversation)
+        if place in self.threads:
+            raise Conflict("A conversation with this id already exists.")
+        self.threads[place] = conversation
+
+    def get(self, user_id: str, project_id: str, conversation_id: str) -> Conversation | None:
+        place = (user_id, project_id, conversation_id)
+        return None if place in self.deleting else self.threads.get(place)
+
+    def page(
+        self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
+    ) -> tuple[list[Conversation], str | None]:
+        """Most recently updated first; the cursor is how many rows came before."""
+        rows = sorted(
+            (
+                conversation
+                for place, conversation in self.threads.items()
+                if place[:2] == (user_id, project_id)
+                and place not in self.deleting
+                and conversation.archived == archived
+            ),
+            key=lambda row: (row.updated_at, row.conversation_id),
+            reverse=True,
+        )
+        start = int(cursor) if cursor else 0
+        end = start + limit
+        return rows[start:end], str(end) if end < len(rows) else None
+
+    def latest(self, user_id: str, project_id: str) -> Conversation | None:
+        rows, _ = self.page(user_id, project_id, archived=False, limit=1, cursor=None)
+        return rows[0] if rows else None
+
+    def update(self, conversation: Conversation) -> Conversation:
+        place = _thread(conversation)
+        if self.get(*place) is None:
+            raise NotFound("No such conversation.")
+        stored = self.threads[place].model_copy(
+            update={
+                "title": conversation.title,
+                "archived": conversation.archived,
+                "updated_at": conversation.updated_at,
+            }
+        )
+        self.threads[place] = stored
+        return conversation
+
+    def mark_cleared(
+        self, user_id: str, project_id: str, conversation_id: str, marker: str
+    ) -> None:
+        place = (user_id, project_id, conversation_id)
+        if self.get(*place) is None:
+            raise NotFound("No such conversation.")
+        self.threads[place] = self.threads[place].model_copy(update={"cleared_after": marker})
+
+    def mark_deleting(self, user_id: str, project_id: str, conversation_id: str) -> None:
+        place = (user_id, project_id, conversation_id)
+        if place not in self.threads:
+            raise NotFound("No such conversation.")
+        self.deleting.add(place)
+
+    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
+        place = (user_id, project_id, conversation_id)
+        self.threads.pop(place, None)
+        self.deleting.discard(place)
+
+    def counted_turn(self, turn: SavedTurn) -> None:
+        """What a saved turn does to its thread's counters (TurnStore's transaction)."""
+        place = _thread(turn.conversation)
+        current = self.threads[place]
+        self.threads[place] = current.model_copy(
+            update={
+                "message_count": current.message_count + len(turn.messages),
+                "turn_count": current.turn_count + 1,
+                "model": turn.model_id,
+                "updated_at": turn.at,
+            }
+        )
+
+
+class InMemoryMessages:
+    """MessageStore: every message of a thread, in id (creation) order."""
+
+    def __init__(self) -> None:
+        self.threads: dict[Thread, list[Message]] = {}
+
+    def add(
+        self, user_id: str, project_id: str, conversation_id: str, messages: list[Message]
+    ) -> None:
+        saved = self.threads.setdefault((user_id, project_id, conversation_id), [])
+        saved.extend(messages)
+        saved.sort(key=lambda message: message.message_id)
+
+    def of(self, user_id: str, project_id: str, conversation_id: str) -> list[Message]:
+        return list(self.threads.get((user_id, project_id, conversation_id), []))
+
+    def page(
+        self, user_id: str, project_id: str, conversation_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[Message], str | None]:
+        """The newest ``limit`` before the cursor (a message id), oldest first."""
+        saved = self.of(user_id, project_id, conversation_id)
+        before = [m for m in saved if cursor is None or m.message_id < cursor]
+        rows = before[-limit:]
+        more = len(before) > len(rows)
+        return rows, rows[0].message_id if more and rows else None
+
+    def latest_after(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str,
+        after: str | None,
+        limit: int,
+    ) -> list[Message]:
+        saved = self.of(user_id, project_id, conversation_id)
+        return [m for m in saved if after is None or m.message_id > after][-limit:]
+
+    def delete_thread(self, user_id: str, project_id: str, conversation_id: str) -> int:
+        return len(self.threads.pop((user_id, project_id, conversation_id), []))
+
+
+class InMemorySessions:
+    """SessionStore: one session per thread, written only over the version a writer read."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[Thread, Session] = {}
+        # Set by a test: the next conditional writes (a turn's save or ``put``) each find
+        # that another turn on the thread saved just before them.
+        self.rival_turns = 0
+
+    def get(self, user_id: str, project_id: str, conversation_id: str) -> Session | None:
+        return self.sessions.get((user_id, project_id, conversation_id))
+
+    def put(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str,
+        session: Session,
+        expected_version: int | None,
+    ) -> None:
+        place = (user_id, project_id, conversation_id)
+        self.rival_saves_first(place)
+        if not self.holds(place, expected_version):
+            raise Conflict("The conversation's context changed meanwhile.")
+        self.sessions[place] = session
+
+    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
+        self.sessions.pop((user_id, project_id, conversation_id), None)
+
+    def holds(self, place: Thread, expected_version: int | None) -> bool:
+        current = self.sessions.get(place)
+        if expected_version is None:
+            return current is None
+        return current is not None and current.version == expected_version
+
+    def rival_saves_first(self, place: Thread) -> None:
+        """Another turn's save landing first: one more message and one more version."""
+        if not self.rival_turns:
+            return
+        self.rival_turns -= 1
+        current = self.sessions.get(place) or Session()
+        rival = Message(
+            message_id=new_id(), role="user", content="a rival turn", created_at=_now_stamp()
+        )
+        self.sessions[place] = current.model_copy(
+            update={"window": [*current.window, rival], "version": current.version + 1}
+        )
+
+
+@dataclass
+class _Slot:
+    entry: MemoryEntry
+
+
+class InMemoryMemories:
+    """MemoryStore: persistent and thread entries with their history, under the caps.
+    An expired entry keeps its slot until written over, as the table's item does."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._cap = settings.memory_cap
+        self._thread_cap = settings.thread_memory_cap
+        self.slots: dict[tuple[str, str, str | None, str], _Slot] = {}
+        self.records: dict[tuple[str, str, str | None, str], list[HistoryRecord]] = {}
+
+    def add(self, user_id: str, project_id: str, *entries: MemoryEntry) -> None:
+        """Seed entries as if written now."""
+        for entry in entries:
+            self.write(user_id, project_id, entry, clock.now())
+
+    def entries(self, user_id: str, project_id: str) -> list[MemoryEntry]:
+        """Every stored entry of a caller's project, expired or not."""
+        return [
+            slot.entry
+            for (user, project, _, _), slot in self.slots.items()
+            if (user, project) == (user_id, project_id)
+        ]
+
+    def active(
+        self, user_id: str, project_id: str, conversation_id: str | None, now: datetime
+    ) -> tuple[list[MemoryEntry], list[MemoryEntry]]:
+        persistent = self._active_in(user_id, project_id, None, now)
+        if conversation_id is None:
+            return persistent, []
+        return persistent, self._active_in(user_id, project_id, conversation_id, now)
+
+    def get(
+        self, user_id: str, project_id: str, key: str, conversation_id: str | None, now: datetime
+    ) -> MemoryEntry | None:
+        slot = self.slots.get((user_id, project_id, conversation_id, key))
+        return slot.entry if slot is not None and is_active(slot.entry, now) else None
+
+    def history(
+        self, user_id: str, project_id: str, key: str, conversation_id: str | None
+    ) -> list[HistoryRecord]:
+        return list(self.records.get((user_id, project_id, conversation_id, key), []))
+
+    def write(
+        self, user_id: str, project_id: str, entry: MemoryEntry, now: datetime
+    ) -> tuple[MemoryEntry, bool] | None:
+        """``(stored, created)``; ``None`` for a background write that meets an active
+        explicit entry or the cap; Conflict for an explicit write over the cap."""
+        place = (user_id, project_id, entry.conversation_id, entry.key)
+        background = entry.source in BACKGROUND_SOURCES
+        slot = self.slots.get(place)
+        live = slot is not None and is_active(slot.entry, now)
+        if background and slot is not None and live and slot.entry.source == Source.EXPLICIT:
+            return None
+        if not live:
+            in_scope = self._active_in(user_id, project_id, entry.conversation_id, now)
+            cap = self._cap if entry.conversation_id is None else self._thread_cap
+            if len(in_scope) >= cap:
+                if background:
+                    return None
+                raise Conflict(f"Memory is full: already {cap} {entry.scope} entries.")
+        at = clock.stamp(now)
+        stored = entry.model_copy(
+            update={
+                "created_at": slot.entry.created_at if slot is not None and live else at,
+                "updated_at": at,
+            }
+        )
+        self.slots[place] = _Slot(stored)
+        previous = slot.entry.value if slot is not None and live else None
+        self._record(
+            place,
+            stored,
+            Action.UPDATED if previous is not None else Action.CREATED,
+            previous,
+            stored.value,
+            entry.source,
+            at,
+        )
+        return stored, slot is None
+
+    def delete(
+        self,
+        user_id: str,
+        project_id: str,
+        key: str,
+        conversation_id: str | None,
+        source: Source,
+        now: datetime,
+    ) -> MemoryEntry | None:
+        place = (user_id, project_id, conversation_id, key)
+        slot = self.slots.get(place)
+        if slot is None or not is_active(slot.entry, now):
+            return None
+        if source in BACKGROUND_SOURCES and slot.entry.source == Source.EXPLICIT:
+            return None
+        del self.slots[place]
+        self._record(
+            place, slot.entry, Action.DELETED, slot.entry.value, None, source, clock.stamp(now)
+        )
+        return slot.entry
+
+    def delete_thread(self, user_id: str, project_id: str, conversation_id: str) -> int:
+        """A thread's own entries and their history; how many items went."""
+        places = [p for p in self.slots if p[:3] == (user_id, project_id, conversation_id)]
+        histories = [p for p in self.records if p[:3] == (user_id, project_id, conversation_id)]
+        for place in places:
+            del self.slots[place]
+        removed = sum(len(self.records.pop(place)) for place in histories)
+        return len(places) + removed
+
+    def _active_in(
+        self, user_id: str, project_id: str, conversation_id: str | None, now: datetime
+    ) -> list[MemoryEntry]:
+        return sort_for_listing(
+            slot.entry
+            for (user, project, thread, _), slot in self.slots.items()
+            if (user, project, thread) == (user_id, project_id, conversation_id)
+            and is_active(slot.entry, now)
+        )
+
+    def _record(
+        self,
+        place: tuple[str, str, str | None, str],
+        entry: MemoryEntry,
+        action: Action,
+        old: str | None,
+        new: str | None,
+        source: Source,
+        at: str,
+    ) -> None:
+        self.records.setdefault(place, []).append(
+            HistoryRecord(
+                key=entry.key,
+                scope=entry.scope,
+                conversation_id=entry.conversation_id,
+                action=action,
+                old_value=old,
+                new_value=new,
+                category=entry.category,
+                source=source,
+                at=at,
+            )
+        )
+
+
+class InMemoryTurns:
+    """TurnStore over the other in-memory stores: the one read before the model, the one
+    all-or-nothing save after it."""
+
+    def __init__(
+        self,
+        projects: InMemoryProjects,
+        conversations: InMemoryConversations,
+        messages: InMemoryMessages,
+        sessions: InMemorySessions,
+    ) -> None:
+        self._projects = projects
+        self._conversations = conversations
+        self._messages = messages
+        self._sessions = sessions
+        self.reads: list[str | None] = []  # the conversation id of each read
+        self.attempts: list[SavedTurn] = []  # every save tried, landed or not
+        self.saved: list[SavedTurn] = []
+
+    def read(self, user_id: str, project_id: str, conversation_id: str | None) -> TurnReads:
+        self.reads.append(conversation_id)
+        conversation = session = None
+        if conversation_id:
+            conversation = self._conversations.get(user_id, project_id, conversation_id)
+            session = self._sessions.get(user_id, project_id, conversation_id)
+        return TurnReads(
+            project=self._projects.get(project_id),
+            role=self._projects.role_of(project_id, user_id),
+            conversation=conversation,
+            session=session,
+        )
+
+    def save(self, turn: SavedTurn) -> None:
+        self.attempts.append(turn)
+        place = _thread(turn.conversation)
+        self._sessions.rival_saves_first(place)
+        if self._conversations.get(*place) is None:
+            raise NotFound("The conversation was deleted.")
+        if not self._sessions.holds(place, turn.expected_version):
+            raise SessionChanged("Another turn saved first.")
+        self._messages.add(*place, turn.messages)
+        self._sessions.sessions[place] = turn.session
+        self._conversations.counted_turn(turn)
+        self.saved.append(turn)
+
+
+Step = ModelReply | Exception | Callable[[ModelRequest], ModelReply]
+
+
+class ScriptedModel:
+    """A model provider that answers from a script, one step a call: a reply, an error to
+    raise, or a function of the request. ``then`` answers every call after the script."""
+
+    def __init__(self, *steps: Step, then: Step | None = None) -> None:
+        self._steps = list(steps)
+        self._then = then
+        self.requests: list[ModelRequest] = []
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        if self._steps:
+            step = self._steps.pop(0)
+        elif self._then is not None:
+            step = self._then
+        else:
+            raise AssertionError("the model was called more often than the script says")
+        if isinstance(step, Exception):
+            raise step
+        if callable(step):
+            return step(request)
+        return step
+
+
+@dataclass
+class InMemoryRecall:
+    """Every service of Recall over in-memory stores, put together as ``recall.wiring``
+    does; ``model`` answers every turn whatever model id it names."""
+
+    settings: Settings = field(default_factory=Settings)
+    model: Any = None
+    projects: InMemoryProjects = field(default_factory=InMemoryProjects)
+    conversations: InMemoryConversations = field(default_factory=InMemoryConversations)
+    messages: InMemoryMessages = field(default_factory=InMemoryMessages)
+    sessions: InMemorySessions = field(default_factory=InMemorySessions)
+
+    def __post_init__(self) -> None:
+        settings = self.settings
+        self.memories = InMemoryMemories(settings)
+        self.turns = InMemoryTurns(self.projects, self.conversations, self.messages, self.sessions)
+        access = ProjectAccess(self.projects)
+        self.project_service = ProjectService(settings, access, self.projects)
+        self.conversation_service = ConversationService(
+            settings,
+            access,
+            self.conversations,
+            self.messages,
+            self.sessions,
+            self.memories,
+        )
+        self.memory_service = MemoryService(
+            settings,
+            access,
+            self.conversations,
+            self.memories,
+        )
+        self.loader = TurnContextLoader(
+            settings,
+            self.turns,
+            self.conversations,
+            self.messages,
+            self.memories,
+        )
+        self.tool_loop = ToolLoop(self._provider_for, self.memory_service, settings.tool_rounds_max)
+        self.chat_service = ChatService(
+            settings,
+            self.loader,
+            self.tool_loop,
+            self.turns,
+            self.sessions,
+        )
+        self.context_service = ContextService(
+            settings,
+            self.loader,
+            self.conversations,
+            self.sessions,
+        )
+
+    def _provider_for(self, model_id: str) -> Any:
+        if self.model is None:
+            raise AssertionError("this test gave Recall no model")
+        return self.model
+
+
+def _thread(conversation: Conversation) -> Thread:
+    return (conversation.user_id, conversation.project_id, conversation.conversation_id)
+
+
+def messages_of(roles: Iterable[str]) -> list[Message]:
+    """Saved messages with the given roles, in order, each with a fresh id."""
+    at = _now_stamp()
+    return [
+        Message(message_id=new_id(), role=role, content=f"{role} {n}", created_at=at)
+        for n, role in enumerate(roles)
+    ]
