@@ -17,9 +17,9 @@ from recall.domain.summary import (
     RollingSummary,
     fold,
     summary_from_reply,
-    summary_prompt,
     uncovered,
 )
+from recall.domain.summary_prompt import summary_prompt
 
 MAX_CHARS = 2000
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
