@@ -215,6 +215,17 @@ def test_a_forbidden_entry_stays_when_a_newer_entry_on_its_subject_is_not_its_op
         assert rule not in [a.deleted for a in plan([rule, newer]).actions]
 
 
+def test_an_entry_that_lost_a_contradiction_deletes_nothing_else() -> None:
+    # Given a rule, a newer preference against it, and the newest word on that preference
+    rule = entry("no_stock_imagery", "never use stock photos", Category.FORBIDDEN, days_ago=20)
+    against = entry("stock_photo", "use stock photos for the blog", days_ago=5)
+    newest = entry("stock_photos", "stock photos only from unsplash", days_ago=1)
+    # When
+    result = plan([rule, against, newest])
+    # Then the preference gives way to the newest, and the rule stands
+    assert [(a.deleted, a.kept) for a in result.actions] == [(against, newest)]
+
+
 def test_an_older_preference_gives_way_to_a_newer_forbidden_entry() -> None:
     preference = entry("stock_photos", "use stock photos", days_ago=20)
     rule = entry("no_stock_photos", "never use stock photos", Category.FORBIDDEN, days_ago=1)
