@@ -420,7 +420,7 @@ def test_only_one_worker_claims_extraction_within_the_cooldown(
     store: MemoryStore, me: Caller
 ) -> None:
     # Given two workers that run at the same moment
-    cooldown = timedelta(hours=get_settings().extract_cooldown_hours)
+    cooldown = timedelta(seconds=get_settings().extract_cooldown_seconds)
     other = MemoryStore(get_settings())
     # When / Then: the first claims, the second is refused by the condition
     assert store.claim_extraction(me.user, me.project, NOW, cooldown) is True
@@ -434,7 +434,7 @@ def test_consolidation_is_claimed_only_when_all_three_gates_pass(
     store: MemoryStore, me: Caller
 ) -> None:
     settings = get_settings()
-    gap = timedelta(hours=settings.consolidate_min_hours)
+    gap = timedelta(seconds=settings.consolidate_min_seconds)
 
     def claim(at: datetime) -> bool:
         return store.claim_consolidation(
