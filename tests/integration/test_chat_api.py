@@ -29,7 +29,7 @@ from recall.store.dynamodb import dynamodb_client
 from recall.store.keys import thread_key as thread_of
 from recall.store.turns import SessionChanged
 from recall.wiring import chat_service
-from tests.conftest import Api
+from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
 

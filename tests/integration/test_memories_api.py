@@ -15,7 +15,7 @@ from recall.settings import get_settings
 from recall.store.dynamodb import to_item
 from recall.store.keys import owner_key as owner_of
 from recall.store.memories import MemoryStore, entry_sk
-from tests.conftest import Api
+from tests.integration.conftest import Api
 
 
 def memories(project: str) -> str:
