@@ -1,13 +1,21 @@
-# One entry point for people. `make dev` serves the whole API locally; `make test` runs every check.
+# One entry point for people. `make help` lists the targets; `make dev` serves the whole API
+# locally; `make test` runs every check, with no network once `.venv` is installed.
 PYTHON ?= python3
 VENV ?= .venv
+DEPLOY_VENV ?= .venv-deploy
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed-$(shell cat requirements-dev.txt layers/recall/requirements.txt | cksum | cut -d' ' -f1)
+DEPLOY_INSTALLED := $(DEPLOY_VENV)/.installed-$(shell cat requirements-deploy.txt | cksum | cut -d' ' -f1)
 PORT ?= 3000
 FUNCTION ?= ProjectsFunction
 EVENT ?= events/projects-list.json
 
-.PHONY: install dev test lint format typecheck template-lint pytest invoke openapi bench clean
+.DEFAULT_GOAL := help
+.PHONY: help install dev test unit lint format typecheck template-lint pytest invoke openapi \
+	bench check-wheels install-deploy check-deploy lock clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(INSTALLED): requirements-dev.txt layers/recall/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,38 +23,65 @@ $(INSTALLED): requirements-dev.txt layers/recall/requirements.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	rm -f $(VENV)/.installed-* && touch $@
 
-install: $(INSTALLED)
+install: $(INSTALLED) ## Create .venv with the pinned requirements-dev.txt (again only when it changes)
 
-dev: install
+dev: install ## Serve the whole API on http://127.0.0.1:3000 (PORT=… to change)
 	PORT=$(PORT) $(PY) -m local.server
 
-test: install lint typecheck template-lint pytest
+test: install lint typecheck template-lint pytest ## Every check: ruff, mypy, cfn-lint, the tests (all but tests/deploy)
 
-lint: install
+unit: install ## Only the unit tests: no DynamoDB, a few seconds
+	$(PY) -m pytest tests/unit
+
+lint: install ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-format: install
+format: install ## Fix what ruff can and format the code
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-typecheck: install
+typecheck: install ## mypy --strict on the package, the handlers, local/ and bench/
 	$(VENV)/bin/mypy layers/recall/recall functions local bench
 
-template-lint: install
+template-lint: install ## cfn-lint template.yaml (the SAM transform included)
 	$(VENV)/bin/cfn-lint template.yaml
 
-pytest: install
+pytest: install ## Unit, integration and end-to-end tests over one embedded DynamoDB
 	$(PY) -m pytest
 
-invoke: install
+invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 	$(PY) -m local.invoke $(FUNCTION) $(EVENT)
 
-openapi: install
+openapi: install ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
 
-bench: install
+bench: install ## DynamoDB requests and time per chat turn, short and long threads
 	$(PY) -m bench.turns
 
-clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .hypothesis .aws-sam
+check-wheels: install ## The layer's requirements have arm64/cp313 wheels (needs the package index)
+	$(PY) -m pytest tests/deploy
+
+$(DEPLOY_INSTALLED): requirements-deploy.txt
+	test -x $(DEPLOY_VENV)/bin/python || $(PYTHON) -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DEPLOY_VENV)/bin/python -m pip install --quiet -r requirements-deploy.txt
+	rm -f $(DEPLOY_VENV)/.installed-* && touch $@
+
+install-deploy: $(DEPLOY_INSTALLED) ## Create .venv-deploy with the SAM CLI (requirements-deploy.txt)
+
+check-deploy: install-deploy ## sam validate --lint with the SAM CLI of .venv-deploy
+	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} SAM_CLI_TELEMETRY=0 \
+		$(DEPLOY_VENV)/bin/sam validate --lint --template-file template.yaml
+
+# Current pins are kept (-c); to move one, delete its line in requirements-dev.txt first.
+lock: ## Re-pin requirements-dev.txt from requirements-dev.in in a fresh venv (needs the index)
+	set -e; venv=$$(mktemp -d); trap 'rm -rf "$$venv"' EXIT; \
+	$(PYTHON) -m venv "$$venv"; \
+	"$$venv/bin/python" -m pip install --quiet -r requirements-dev.in -c requirements-dev.txt; \
+	{ echo "# Pinned by \`make lock\` from requirements-dev.in (edit that file, not this one)."; \
+	  "$$venv/bin/python" -m pip freeze; } > requirements-dev.txt.new
+	mv requirements-dev.txt.new requirements-dev.txt
+
+clean: ## Remove both venvs and the caches
+	rm -rf $(VENV) $(DEPLOY_VENV) .mypy_cache .ruff_cache .hypothesis .schemathesis .aws-sam

@@ -14,6 +14,7 @@ import boto3
 from moto.server import ThreadedMotoServer
 
 from local import template
+from recall.settings import get_settings
 
 LOCAL_PARAMETERS = {"ModelProvider": "offline", "LogLevel": "WARNING"}
 
@@ -76,6 +77,7 @@ def start(port: int | None = None) -> EmbeddedStore:
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
     os.environ.update(local_environment(endpoint))
+    get_settings.cache_clear()  # settings read before the store started named other tables
     create_tables(endpoint)
     return EmbeddedStore(server, endpoint)
 

@@ -8,37 +8,38 @@ from pathlib import Path
 import re
 from typing import Any
 
-import yaml
+from cfnlint.decode import decode_str
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
 
 
-class _CloudFormationLoader(yaml.SafeLoader):
-    """YAML with CloudFormation's short-form tags (``!Ref``, ``!GetAtt``, ``!Sub``…)."""
+class TemplateError(ValueError):
+    """``template.yaml`` does not parse; the message carries cfn-lint's findings."""
 
 
-def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
-    value: Any
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-        if suffix == "GetAtt":
-            value = str(value).split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    return {name: value}
-
-
-_CloudFormationLoader.add_multi_constructor("!", _tag)
+def _plain(value: Any) -> Any:
+    """cfn-lint's nodes (``str_node``, ``dict_node``, ``list_node``) carry source marks;
+    plain values compare, serialise and reach boto3 like any other Python value."""
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
 
 
 @lru_cache(maxsize=1)
 def load() -> dict[str, Any]:
-    document: dict[str, Any] = yaml.load(TEMPLATE.read_text(), Loader=_CloudFormationLoader)  # noqa: S506
-    return document
+    """The template as cfn-lint reads it, short-form tags included (``!Ref X`` is
+    ``{"Ref": "X"}``, ``!GetAtt A.B`` is ``{"Fn::GetAtt": ["A", "B"]}``)."""
+    document, problems = decode_str(TEMPLATE.read_text())
+    if document is None or problems:
+        found = "; ".join(str(problem) for problem in problems) or "empty document"
+        raise TemplateError(f"{TEMPLATE}: {found}")
+    plain: dict[str, Any] = _plain(document)
+    return plain
 
 
 def resources(kind: str) -> dict[str, dict[str, Any]]:

@@ -1,115 +1,27 @@
-"""One embedded DynamoDB (moto's server) for the whole run, tables made from
-template.yaml; each test isolates itself with fresh user and project ids."""
+"""What every folder may share: the one embedded DynamoDB (moto's server) a run starts,
+tables made from template.yaml.
+
+It is not autouse, and moto is imported only when it starts, so the unit tests run
+without it; ``tests/integration`` and ``tests/e2e`` make it autouse for their tests.
+Each test isolates itself with fresh user and project ids."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-import json
+from collections.abc import Iterator
 import os
-from typing import Any
-import uuid
+from typing import TYPE_CHECKING
 
 import pytest
 
-from local import embedded, runtime
+if TYPE_CHECKING:
+    from local.embedded import EmbeddedStore
 
-os.environ.update(embedded.FAKE_AWS)
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def embedded_store() -> Iterator[embedded.EmbeddedStore]:
+@pytest.fixture(scope="session")
+def embedded_store() -> Iterator[EmbeddedStore]:
+    from local import embedded  # here, not at the top: unit tests never load moto
+
     with embedded.running() as store:
         yield store
-
-
-class Reply:
-    """A handler's API Gateway response, decoded."""
-
-    def __init__(self, raw: dict[str, Any]) -> None:
-        self.raw = raw
-        self.status: int = raw["statusCode"]
-        body = raw.get("body") or ""
-        self.body: Any = json.loads(body) if body else None
-        self.headers: dict[str, str] = raw.get("headers") or {}
-
-    def __repr__(self) -> str:
-        return f"Reply({self.status}, {self.body!r})"
-
-
-class Api:
-    """Calls the real handlers with the events API Gateway would send, as one user."""
-
-    def __init__(self, sub: str | None) -> None:
-        self.sub = sub
-
-    def call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        query: str = "",
-        headers: dict[str, str] | None = None,
-    ) -> Reply:
-        event = runtime.http_event(
-            method, path, body=body, headers=headers, query=query, sub=self.sub
-        )
-        found = runtime.match_route(method, path)
-        assert found, f"no route for {method} {path}"
-        return Reply(runtime.invoke(found[0].function, event))
-
-    def get(self, path: str, **kwargs: Any) -> Reply:
-        return self.call("GET", path, **kwargs)
-
-    def post(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
-        return self.call("POST", path, body, **kwargs)
-
-    def put(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
-        return self.call("PUT", path, body, **kwargs)
-
-    def patch(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
-        return self.call("PATCH", path, body, **kwargs)
-
-    def delete(self, path: str, **kwargs: Any) -> Reply:
-        return self.call("DELETE", path, **kwargs)
-
-
-def new_user() -> str:
-    return f"user-{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
-def as_user() -> Callable[[str | None], Api]:
-    return Api
-
-
-@pytest.fixture
-def alice() -> Api:
-    return Api(new_user())
-
-
-@pytest.fixture
-def bob() -> Api:
-    return Api(new_user())
-
-
-@pytest.fixture
-def carol() -> Api:
-    return Api(new_user())
-
-
-@pytest.fixture
-def make_project() -> Callable[..., str]:
-    """Creates a project owned by ``owner``; ``members`` maps other users to roles."""
-
-    def make(owner: Api, members: dict[Api, str] | None = None, **context: Any) -> str:
-        reply = owner.post("/projects", {"name": "Corner Shop", "context": context})
-        assert reply.status == 201, reply
-        project_id: str = reply.body["id"]
-        for member, role in (members or {}).items():
-            added = owner.put(f"/projects/{project_id}/members/{member.sub}", {"role": role})
-            assert added.status == 201, added
-        return project_id
-
-    return make

@@ -16,6 +16,11 @@ import pytest
 from local import embedded, server
 
 
+@pytest.fixture(scope="session", autouse=True)
+def store_for_every_test(embedded_store: embedded.EmbeddedStore) -> embedded.EmbeddedStore:
+    return embedded_store
+
+
 @dataclass
 class Answer:
     """An HTTP response, its JSON body decoded."""

@@ -29,7 +29,7 @@ from recall.settings import get_settings
 from recall.store.conversations import conversation_key
 from recall.store.dynamodb import dynamodb_client
 from recall.wiring import chat_service, memory_store, model_choice, session_store
-from tests.conftest import Api
+from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
 

@@ -17,7 +17,7 @@ from recall.settings import get_settings
 from recall.store.keys import owner_key, thread_key
 from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
-from tests.conftest import Api
+from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
 

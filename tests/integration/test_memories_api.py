@@ -16,7 +16,7 @@ from recall.store.dynamodb import to_item
 from recall.store.keys import owner_key as owner_of
 from recall.store.memories import MemoryStore
 from recall.store.memory_items import entry_sk
-from tests.conftest import Api
+from tests.integration.conftest import Api
 
 
 def memories(project: str) -> str:

@@ -12,7 +12,7 @@ from recall.errors import Throttled
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client, from_item, to_item
 from recall.store.projects import ProjectStore
-from tests.conftest import Api
+from tests.integration.conftest import Api
 
 RUNAWAY = 100
 

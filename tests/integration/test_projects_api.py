@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.conftest import Api
+from tests.integration.conftest import Api
 
 
 def test_creator_becomes_owner_and_sees_project_in_list(alice: Api) -> None:

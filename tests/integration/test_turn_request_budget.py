@@ -12,7 +12,7 @@ from recall.domain.prompt import ModelReply, ModelRequest
 from recall.providers.offline import OfflineProvider
 from recall.store.dynamodb import dynamodb_client
 from recall.wiring import model_choice
-from tests.conftest import Api
+from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
 

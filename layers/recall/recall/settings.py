@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import lru_cache
-import os
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
-class Settings(BaseModel):
-    """Defaults are the seeds' numbers; each field is overridden by its UPPER_CASE env var."""
+class Settings(BaseSettings):
+    """Defaults are the seeds' numbers; each field is overridden by its UPPER_CASE env var.
 
-    model_config = ConfigDict(frozen=True)
+    Keyword arguments win over the environment, so tests can pin any value."""
+
+    model_config = SettingsConfigDict(frozen=True)
 
     projects_table: str = "recall-projects"
     conversations_table: str = "recall-conversations"
@@ -41,7 +42,7 @@ class Settings(BaseModel):
     window_messages: int = 20
     window_max_bytes: int = 300_000
     nudge_threshold_turns: int = 120
-    session_idle_hours: int = 24
+    session_idle_seconds: int = 86_400
     turn_retry_max: int = 5
     tool_rounds_max: int = 4
 
@@ -49,10 +50,10 @@ class Settings(BaseModel):
     memory_cap: int = 50
     memory_value_max_chars: int = 500
     extract_min_messages: int = 6
-    extract_cooldown_seconds: int = 14400
+    extract_cooldown_seconds: int = 14_400
     extract_min_confidence: float = 0.6
     extract_max_new: int = 8
-    consolidate_min_seconds: int = 86400
+    consolidate_min_seconds: int = 86_400
     consolidate_min_sessions: int = 3
     consolidate_min_memories: int = 5
     thread_memory_cap: int = 50
@@ -63,11 +64,15 @@ class Settings(BaseModel):
     model_provider: Literal["offline", "bedrock"] = "offline"
     offline_model_id: str = "recall-offline"
     bedrock_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
-    allowed_model_ids: tuple[str, ...] = (
+    # NoDecode: the environment gives these as comma-separated text, not JSON.
+    allowed_model_ids: Annotated[tuple[str, ...], NoDecode] = (
         "anthropic.claude-3-5-haiku-20241022-v1:0",
         "anthropic.claude-3-5-sonnet-20241022-v2:0",
     )
-    json_protocol_model_prefixes: tuple[str, ...] = ("meta.llama", "mistral.mistral-7b")
+    json_protocol_model_prefixes: Annotated[tuple[str, ...], NoDecode] = (
+        "meta.llama",
+        "mistral.mistral-7b",
+    )
     model_max_tokens: int = 1024
     model_temperature: float = 0.3
     model_max_attempts: int = 4
@@ -78,6 +83,7 @@ class Settings(BaseModel):
     due_shards: int = 8
     dynamodb_max_attempts: int = 4
     member_change_attempts: int = 3
+    # Unprocessed batch items are retried with bounded exponential backoff and jitter.
     batch_retry_attempts: int = 8
     batch_retry_base_seconds: float = 0.05
 
@@ -101,12 +107,8 @@ class Settings(BaseModel):
     def model_allowed(self, model_id: str) -> bool:
         return model_id in self.allowed_model_ids or model_id == self.default_model_id
 
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Settings:
-        values = {name: env[name.upper()] for name in cls.model_fields if name.upper() in env}
-        return cls.model_validate(values)
-
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings.from_env(os.environ)
+    """Read once per process: Lambda's environment does not change after cold start."""
+    return Settings()

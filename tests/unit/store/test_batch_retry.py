@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from recall.errors import Throttled
-from recall.settings import get_settings
+from recall.settings import Settings
 from recall.store.dynamodb import (
     BACKOFF_CEILING_SECONDS,
     BATCH_GET_MAX_KEYS,
@@ -67,7 +67,7 @@ def ceiling(retry: int, base: float) -> float:
 
 def test_a_batch_read_that_stays_unprocessed_stops_at_the_bound_then_is_throttled() -> None:
     # Given a store that never processes anything, and the settings' bound
-    settings = get_settings()
+    settings = Settings()
     client = FakeClient(processed=0)
     slept: list[float] = []
     # When

@@ -167,6 +167,16 @@ def _get_requests(request_items: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         yield request
 
 
+def _retry_policy(attempts: int | None, base_seconds: float | None) -> tuple[int, float]:
+    """The given bound and base delay, the settings' ``batch_retry_*`` where not given."""
+    if attempts is None or base_seconds is None:
+        settings = get_settings()
+        attempts = settings.batch_retry_attempts if attempts is None else attempts
+        if base_seconds is None:
+            base_seconds = settings.batch_retry_base_seconds
+    return attempts, base_seconds
+
+
 def batch_get(
     client: DynamoDBClient,
     request_items: Mapping[str, Any],
@@ -178,9 +188,7 @@ def batch_get(
     """Every item ``request_items`` (BatchGetItem's ``RequestItems``) names that exists, by
     table. Unprocessed keys are retried with backoff; ``Throttled`` if some are still
     unprocessed after ``attempts`` calls (the settings' ``batch_retry_*`` by default)."""
-    settings = get_settings()
-    attempts = settings.batch_retry_attempts if attempts is None else attempts
-    base_seconds = settings.batch_retry_base_seconds if base_seconds is None else base_seconds
+    attempts, base_seconds = _retry_policy(attempts, base_seconds)
     found: dict[str, list[Item]] = {table: [] for table in request_items}
 
     def send(pending: dict[str, Any]) -> dict[str, Any]:
@@ -209,9 +217,7 @@ def batch_write(
     """Send put or delete requests in batches of ``batch_size`` (at most 25), retrying what
     DynamoDB left unprocessed with ``batch_get``'s policy; ``attempts`` and
     ``base_seconds`` default to the settings' ``batch_retry_*``."""
-    settings = get_settings()
-    attempts = settings.batch_retry_attempts if attempts is None else attempts
-    base_seconds = settings.batch_retry_base_seconds if base_seconds is None else base_seconds
+    attempts, base_seconds = _retry_policy(attempts, base_seconds)
 
     def send(pending: list[Any]) -> list[Any]:
         result = client.batch_write_item(RequestItems={table: pending})

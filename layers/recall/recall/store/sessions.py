@@ -60,7 +60,7 @@ class SessionStore:
     def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
         self._table = settings.sessions_table
         self._client = client
-        self._idle = timedelta(seconds=settings.session_idle_hours * 3600)
+        self._idle = timedelta(seconds=settings.session_idle_seconds)
         self._shards = settings.due_shards
 
     @property

@@ -1,0 +1,110 @@
+"""The real handlers called in-process with the events API Gateway would send, as
+fresh users, over the run's one embedded DynamoDB."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import json
+from typing import Any
+import uuid
+
+import pytest
+
+from local import embedded, runtime
+
+
+@pytest.fixture(scope="session", autouse=True)
+def store_for_every_test(embedded_store: embedded.EmbeddedStore) -> embedded.EmbeddedStore:
+    return embedded_store
+
+
+class Reply:
+    """A handler's API Gateway response, decoded."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        self.status: int = raw["statusCode"]
+        body = raw.get("body") or ""
+        self.body: Any = json.loads(body) if body else None
+        self.headers: dict[str, str] = raw.get("headers") or {}
+
+    def __repr__(self) -> str:
+        return f"Reply({self.status}, {self.body!r})"
+
+
+class Api:
+    """Calls the real handlers with the events API Gateway would send, as one user."""
+
+    def __init__(self, sub: str | None) -> None:
+        self.sub = sub
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        event = runtime.http_event(
+            method, path, body=body, headers=headers, query=query, sub=self.sub
+        )
+        found = runtime.match_route(method, path)
+        assert found, f"no route for {method} {path}"
+        return Reply(runtime.invoke(found[0].function, event))
+
+    def get(self, path: str, **kwargs: Any) -> Reply:
+        return self.call("GET", path, **kwargs)
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
+        return self.call("POST", path, body, **kwargs)
+
+    def put(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
+        return self.call("PUT", path, body, **kwargs)
+
+    def patch(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
+        return self.call("PATCH", path, body, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> Reply:
+        return self.call("DELETE", path, **kwargs)
+
+
+def new_user() -> str:
+    return f"user-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def as_user() -> Callable[[str | None], Api]:
+    return Api
+
+
+@pytest.fixture
+def alice() -> Api:
+    return Api(new_user())
+
+
+@pytest.fixture
+def bob() -> Api:
+    return Api(new_user())
+
+
+@pytest.fixture
+def carol() -> Api:
+    return Api(new_user())
+
+
+@pytest.fixture
+def make_project() -> Callable[..., str]:
+    """Creates a project owned by ``owner``; ``members`` maps other users to roles."""
+
+    def make(owner: Api, members: dict[Api, str] | None = None, **context: Any) -> str:
+        reply = owner.post("/projects", {"name": "Corner Shop", "context": context})
+        assert reply.status == 201, reply
+        project_id: str = reply.body["id"]
+        for member, role in (members or {}).items():
+            added = owner.put(f"/projects/{project_id}/members/{member.sub}", {"role": role})
+            assert added.status == 201, added
+        return project_id
+
+    return make
