@@ -14,7 +14,6 @@ import boto3
 from moto.server import ThreadedMotoServer
 
 from local import template
-from recall.settings import get_settings
 
 LOCAL_PARAMETERS = {"ModelProvider": "offline", "LogLevel": "WARNING"}
 
@@ -77,6 +76,8 @@ def start(port: int | None = None) -> EmbeddedStore:
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
     os.environ.update(local_environment(endpoint))
+    from recall.settings import get_settings  # the layer is on sys.path once runtime loads
+
     get_settings.cache_clear()  # settings read before the store started named other tables
     create_tables(endpoint)
     return EmbeddedStore(server, endpoint)
