@@ -104,9 +104,6 @@ class Settings(BaseSettings):
     def default_model_id(self) -> str:
         return self.offline_model_id if self.model_provider == "offline" else self.bedrock_model_id
 
-    def model_allowed(self, model_id: str) -> bool:
-        return model_id in self.allowed_model_ids or model_id == self.default_model_id
-
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
