@@ -93,12 +93,6 @@ def active_entry(store: MemoryStore, me: Caller, key: str) -> MemoryEntry | None
     return next((found for found in persistent if found.key == key), None)
 
 
-def start_sessions(store: MemoryStore, me: Caller, count: int) -> None:
-    """Sessions start as a chat turn's transaction starts them."""
-    for _ in range(count):
-        store.client.update_item(**store.session_started_request(me.user, me.project))
-
-
 class EdgeClient:
     """The real DynamoDB client, with a seam at the boto3 edge for what the API cannot
     time; every call not overridden goes through unchanged."""
@@ -526,72 +520,6 @@ def test_malformed_background_entries_are_skipped_not_fatal(store: MemoryStore, 
 
 
 # Counters for the gates
-
-
-def test_only_one_worker_claims_extraction_within_the_cooldown(
-    store: MemoryStore, me: Caller
-) -> None:
-    # Given two workers that run at the same moment, with the seeds' cooldown of 4 hours
-    cooldown = timedelta(seconds=get_settings().extract_cooldown_seconds)
-    assert cooldown == timedelta(hours=4)
-    other = MemoryStore(get_settings())
-    # When / Then: the first claims, the second is refused by the condition
-    assert store.claim_extraction(me.user, me.project, NOW) is True
-    assert other.claim_extraction(me.user, me.project, NOW) is False
-    assert store.claim_extraction(me.user, me.project, NOW + timedelta(hours=3)) is False
-    assert store.claim_extraction(me.user, me.project, NOW + cooldown) is True
-    assert store.meta(me.user, me.project).last_extraction_at == clock.stamp(NOW + cooldown)
-
-
-def test_consolidation_is_claimed_only_when_all_three_gates_pass(
-    store: MemoryStore, me: Caller
-) -> None:
-    settings = get_settings()
-    gap = timedelta(seconds=settings.consolidate_min_seconds)
-    assert gap == timedelta(hours=24)
-
-    def claim(at: datetime) -> bool:
-        return store.claim_consolidation(me.user, me.project, at)
-
-    # Given too few sessions and memories
-    assert claim(NOW) is False
-    start_sessions(store, me, settings.consolidate_min_sessions)
-    assert claim(NOW) is False
-    for index in range(settings.consolidate_min_memories):
-        store.write(me.user, me.project, entry(f"m{index}"), NOW)
-    # When / Then: all three pass, once; the session count restarts
-    assert claim(NOW) is True
-    meta = store.meta(me.user, me.project)
-    assert meta.sessions_since_consolidation == 0
-    assert meta.last_consolidation_at == clock.stamp(NOW)
-    start_sessions(store, me, settings.consolidate_min_sessions)
-    assert claim(NOW + gap - timedelta(minutes=1)) is False
-    assert claim(NOW + gap) is True
-
-
-def test_the_gates_are_the_numbers_the_store_was_given(
-    store_with: Callable[..., MemoryStore], me: Caller
-) -> None:
-    # Given a store whose settings say: extract every minute; consolidate after two
-    # minutes, one session and one memory
-    store = store_with(
-        extract_cooldown_seconds=60,
-        consolidate_min_seconds=120,
-        consolidate_min_sessions=1,
-        consolidate_min_memories=1,
-    )
-    # When / Then: extraction follows its one-minute cooldown
-    assert store.claim_extraction(me.user, me.project, NOW) is True
-    assert store.claim_extraction(me.user, me.project, NOW + timedelta(seconds=59)) is False
-    assert store.claim_extraction(me.user, me.project, NOW + timedelta(seconds=60)) is True
-    # When / Then: consolidation needs one session and one memory, then two minutes
-    store.write(me.user, me.project, entry("tone"), NOW)
-    assert store.claim_consolidation(me.user, me.project, NOW) is False
-    start_sessions(store, me, 1)
-    assert store.claim_consolidation(me.user, me.project, NOW) is True
-    start_sessions(store, me, 1)
-    assert store.claim_consolidation(me.user, me.project, NOW + timedelta(seconds=119)) is False
-    assert store.claim_consolidation(me.user, me.project, NOW + timedelta(seconds=120)) is True
 
 
 def test_the_persistent_count_follows_creates_and_deletes(store: MemoryStore, me: Caller) -> None:

@@ -60,6 +60,20 @@ class Settings(BaseSettings):
     memory_write_attempts: int = 5
     memory_ttl_grace_hours: int = 48
 
+    # Background work
+    memory_jobs_queue_url: str = ""
+    extract_recent_messages: int = 20
+    consolidate_min_value_chars: int = 12
+    consolidate_prune_confidence: float = 0.6
+    summary_max_chars: int = 2_000
+    summary_point_max_chars: int = 300
+    summary_max_tokens: int = 800
+    summary_fold_max_messages: int = 200
+    # Scheduled jobs read the due buckets of this many past hours (TTL is the backstop).
+    maintenance_lookback_hours: int = 48
+    # make dev runs the schedules every this many seconds.
+    local_schedule_seconds: int = 60
+
     # Model
     model_provider: Literal["offline", "bedrock"] = "offline"
     offline_model_id: str = "recall-offline"

@@ -17,6 +17,7 @@ from recall.services.turn_context import TurnContextLoader
 from recall.settings import Settings, get_settings
 from recall.store.conversations import ConversationStore
 from recall.store.memories import MemoryStore
+from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore
@@ -91,6 +92,11 @@ def memory_store() -> MemoryStore:
 
 
 @lru_cache(maxsize=1)
+def memory_upkeep() -> MemoryUpkeep:
+    return MemoryUpkeep(get_settings())
+
+
+@lru_cache(maxsize=1)
 def project_access() -> ProjectAccess:
     return ProjectAccess(project_store())
 
@@ -120,7 +126,7 @@ def memory_service() -> MemoryService:
 @lru_cache(maxsize=1)
 def turn_store() -> TurnStore:
     return TurnStore(
-        project_store(), conversation_store(), message_store(), session_store(), memory_store()
+        project_store(), conversation_store(), message_store(), session_store(), memory_upkeep()
     )
 
 

@@ -390,7 +390,12 @@ class InMemoryMemories:
         return list(self.records.get((user_id, project_id, conversation_id, key), []))
 
     def write(
-        self, user_id: str, project_id: str, entry: MemoryEntry, now: datetime
+        self,
+        user_id: str,
+        project_id: str,
+        entry: MemoryEntry,
+        now: datetime,
+        reason: str | None = None,
     ) -> tuple[MemoryEntry, bool] | None:
         """``(stored, created)``; ``None`` for a background write that meets an active
         explicit entry or the cap; Conflict for an explicit write over the cap."""

@@ -54,6 +54,7 @@ class Action(StrEnum):
     UPDATED = "updated"
     DELETED = "deleted"
     EXPIRED = "expired"
+    KEPT = "kept"
 
 
 BACKGROUND_SOURCES = frozenset({Source.EXTRACTED, Source.CONSOLIDATED})
@@ -109,6 +110,7 @@ class HistoryRecord(BaseModel):
     new_value: str | None = None
     category: Category | None = None
     source: Source | None = None
+    reason: str | None = None
     at: str
 
 
@@ -119,6 +121,7 @@ class MemoryMeta(BaseModel):
     last_extraction_at: str | None = None
     last_consolidation_at: str | None = None
     sessions_since_consolidation: int = 0
+    consolidation_due_at: str | None = None
 
 
 class MemoryLine(NamedTuple):

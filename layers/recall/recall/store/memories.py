@@ -15,12 +15,11 @@ and carries a ``ttl`` some hours later, as a backstop for that job.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from recall.domain import clock
 from recall.domain.memory import (
     BACKGROUND_SOURCES,
     HistoryRecord,
@@ -45,7 +44,6 @@ from recall.store.dynamodb import (
 from recall.store.keys import owner_key
 from recall.store.memory_items import (
     HISTORY_PREFIX,
-    PERSISTENT_COUNT,
     EntryItem,
     HistoryItem,
     MetaItem,
@@ -88,10 +86,6 @@ class MemoryStore:
         self._batch_base_seconds = settings.batch_retry_base_seconds
         self._transactions = MemoryTransactions(settings)
         self._attempts = settings.memory_write_attempts
-        self._extract_cooldown = timedelta(seconds=settings.extract_cooldown_seconds)
-        self._consolidate_gap = timedelta(seconds=settings.consolidate_min_seconds)
-        self._consolidate_sessions = settings.consolidate_min_sessions
-        self._consolidate_memories = settings.consolidate_min_memories
 
     @property
     def client(self) -> DynamoDBClient:
@@ -146,7 +140,12 @@ class MemoryStore:
     # Writing
 
     def write(
-        self, user_id: str, project_id: str, entry: MemoryEntry, now: datetime
+        self,
+        user_id: str,
+        project_id: str,
+        entry: MemoryEntry,
+        now: datetime,
+        reason: str | None = None,
     ) -> tuple[MemoryEntry, bool] | None:
         """Create or update one entry: ``(stored entry, created)``. A background write
         (extracted, consolidated) that meets an active explicit entry, or the cap, is
@@ -157,7 +156,7 @@ class MemoryStore:
         reclaimed = False
         for _ in range(self._attempts):
             current = self._current(owner, sk)
-            stored, request = self._transactions.write(owner, entry, current, now)
+            stored, request = self._transactions.write(owner, entry, current, now, reason)
             try:
                 self.client.transact_write_items(TransactItems=request)
             except ClientError as exc:
@@ -209,6 +208,33 @@ class MemoryStore:
             return current.entry()
         raise Conflict("The memory entry changed too often meanwhile; try again.")
 
+    def retire(
+        self, user_id: str, project_id: str, entry: MemoryEntry, reason: str, now: datetime
+    ) -> bool:
+        """Consolidation's delete, explicit entries included, but only of the entry exactly
+        as its plan read it (a change since then wins); ``False`` when it changed or went."""
+        owner = owner_key(user_id, project_id)
+        current = self._current(owner, entry_sk(entry.key, entry.conversation_id))
+        if current is None or current.updated_at != entry.updated_at:
+            return False
+        request = self._transactions.removal(
+            owner, current, Source.CONSOLIDATED, now, reason, consolidating=True
+        )
+        try:
+            self.client.transact_write_items(TransactItems=request)
+        except ClientError as exc:
+            _refused(exc)  # raises anything but a refusal or a conflict
+            return False
+        return True
+
+    def note(
+        self, user_id: str, project_id: str, entry: MemoryEntry, reason: str, now: datetime
+    ) -> None:
+        """Record in an entry's history that a background job left it as it is, and why."""
+        self.client.put_item(
+            **self._transactions.note(owner_key(user_id, project_id), entry, reason, now)
+        )
+
     def expire(
         self, user_id: str, project_id: str, key: str, conversation_id: str | None, now: datetime
     ) -> bool:
@@ -236,54 +262,6 @@ class MemoryStore:
                     base_seconds=self._batch_base_seconds,
                 )
         return deleted
-
-    # The background gates, each taken by one conditional update of META
-
-    def claim_extraction(self, user_id: str, project_id: str, now: datetime) -> bool:
-        """Take this project's extraction slot if the last one is at least
-        ``extract_cooldown_seconds`` old; of two workers racing, exactly one gets ``True``."""
-        return self._claim(
-            owner_key(user_id, project_id),
-            "SET #last = :now",
-            "attribute_not_exists(#last) OR #last <= :cutoff",
-            {"#last": "lastExtractionAt"},
-            {
-                ":now": to_value(clock.stamp(now)),
-                ":cutoff": to_value(clock.stamp(now - self._extract_cooldown)),
-            },
-        )
-
-    def claim_consolidation(self, user_id: str, project_id: str, now: datetime) -> bool:
-        """Take the consolidation slot when the settings' three ``consolidate_min_*`` gates
-        pass, resetting the session count; of two workers racing, exactly one gets ``True``."""
-        return self._claim(
-            owner_key(user_id, project_id),
-            "SET #last = :now, #sessions = :zero",
-            "(attribute_not_exists(#last) OR #last <= :cutoff)"
-            " AND #sessions >= :minSessions AND #count >= :minMemories",
-            {
-                "#last": "lastConsolidationAt",
-                "#sessions": "sessionsSinceConsolidation",
-                "#count": PERSISTENT_COUNT,
-            },
-            {
-                ":now": to_value(clock.stamp(now)),
-                ":cutoff": to_value(clock.stamp(now - self._consolidate_gap)),
-                ":zero": to_value(0),
-                ":minSessions": to_value(self._consolidate_sessions),
-                ":minMemories": to_value(self._consolidate_memories),
-            },
-        )
-
-    def session_started_request(self, user_id: str, project_id: str) -> dict[str, Any]:
-        """One more session since the last consolidation, for the turn's own transaction."""
-        return {
-            "TableName": self._table,
-            "Key": meta_key(owner_key(user_id, project_id)),
-            "UpdateExpression": "ADD #sessions :one",
-            "ExpressionAttributeNames": {"#sessions": "sessionsSinceConsolidation"},
-            "ExpressionAttributeValues": {":one": to_value(1)},
-        }
 
     # Internals
 
@@ -364,28 +342,4 @@ class MemoryStore:
         logger.warning(
             "memory counter repaired", extra={"attribute": attribute, "was": seen, "now": actual}
         )
-        return True
-
-    def _claim(
-        self,
-        owner: str,
-        update: str,
-        condition: str,
-        names: dict[str, str],
-        values: dict[str, Any],
-    ) -> bool:
-        try:
-            self.client.update_item(
-                TableName=self._table,
-                Key=meta_key(owner),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as exc:
-            error = translate(exc)
-            if isinstance(error, Conflict):
-                return False
-            raise error from exc
         return True

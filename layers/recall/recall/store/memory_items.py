@@ -51,6 +51,16 @@ def entry_sk(key: str, conversation_id: str | None) -> str:
     return scope_prefix(conversation_id) + key
 
 
+def entry_place(sk: str) -> tuple[str, str | None] | None:
+    """``(key, conversation_id)`` of an entry's sort key; ``None`` for any other item."""
+    if sk.startswith(PERSISTENT_PREFIX):
+        return sk.removeprefix(PERSISTENT_PREFIX), None
+    if sk.startswith(THREAD_PREFIX):
+        conversation_id, _, key = sk.removeprefix(THREAD_PREFIX).partition("#")
+        return (key, conversation_id) if key else None
+    return None
+
+
 def history_prefix(key: str, conversation_id: str | None) -> str:
     return f"{HISTORY_PREFIX}{entry_sk(key, conversation_id)}#"
 
@@ -145,6 +155,7 @@ class HistoryItem(StoredItem):
     new_value: str | None = None
     category: Category | None = None
     source: Source | None = None
+    reason: str | None = None
     at: str
 
     @classmethod
@@ -165,6 +176,9 @@ class MetaItem(StoredItem):
     last_extraction_at: str | None = None
     last_consolidation_at: str | None = None
     sessions_since_consolidation: int = 0
+    due_at: str | None = None
+    due_bucket: str | None = None
 
     def meta(self) -> MemoryMeta:
-        return MemoryMeta.model_validate(self.model_dump(include=set(MemoryMeta.model_fields)))
+        values = self.model_dump(include=set(MemoryMeta.model_fields))
+        return MemoryMeta.model_validate({**values, "consolidation_due_at": self.due_at})

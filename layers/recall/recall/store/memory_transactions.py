@@ -43,7 +43,12 @@ class MemoryTransactions:
         return self._cap if conversation_id is None else self._thread_cap
 
     def write(
-        self, owner: str, entry: MemoryEntry, current: EntryItem | None, now: datetime
+        self,
+        owner: str,
+        entry: MemoryEntry,
+        current: EntryItem | None,
+        now: datetime,
+        reason: str | None = None,
     ) -> tuple[MemoryEntry, list[Any]]:
         """The entry as it will be stored, and its transaction: the entry under its
         condition, the counter when it takes a new slot (item 1), and its history records.
@@ -92,23 +97,37 @@ class MemoryTransactions:
         if live and previous is not None:
             request.append(
                 self._history_put(
-                    owner, stored, Action.UPDATED, previous.value, stored.value, entry.source, now
+                    owner,
+                    stored,
+                    Action.UPDATED,
+                    previous.value,
+                    stored.value,
+                    entry.source,
+                    now,
+                    reason,
                 )
             )
         else:
             request.append(
                 self._history_put(
-                    owner, stored, Action.CREATED, None, stored.value, entry.source, now
+                    owner, stored, Action.CREATED, None, stored.value, entry.source, now, reason
                 )
             )
         return stored, request
 
     def removal(
-        self, owner: str, current: EntryItem, source: Source | None, now: datetime
+        self,
+        owner: str,
+        current: EntryItem,
+        source: Source | None,
+        now: datetime,
+        reason: str | None = None,
+        consolidating: bool = False,
     ) -> list[Any]:
         """The entry at the version read, deleted with its slot and its history record.
-        ``source`` deleted it (a background source never an explicit entry); ``None``
-        means it expired, which the condition checks too."""
+        ``source`` deleted it (a background source never an explicit entry, except that
+        consolidation may, at the exact version its plan read); ``None`` means it expired,
+        which the condition checks too."""
         entry = current.entry()
         condition = "#version = :version"
         names = {"#version": "version"}
@@ -117,7 +136,7 @@ class MemoryTransactions:
             condition += " AND #expiresAt <= :now"
             names["#expiresAt"] = "expiresAt"
             values[":now"] = to_value(clock.stamp(now))
-        elif source in BACKGROUND_SOURCES:
+        elif source in BACKGROUND_SOURCES and not consolidating:
             condition += " AND #source <> :explicit"
             names["#source"] = "source"
             values[":explicit"] = to_value(Source.EXPLICIT.value)
@@ -133,8 +152,16 @@ class MemoryTransactions:
                 }
             },
             self._count(owner, entry.conversation_id, -1),
-            self._history_put(owner, entry, action, entry.value, None, source, now),
+            self._history_put(owner, entry, action, entry.value, None, source, now, reason),
         ]
+
+    def note(self, owner: str, entry: MemoryEntry, reason: str, now: datetime) -> dict[str, Any]:
+        """A history record alone: a background job looked at the entry and left it, and
+        says why."""
+        put: dict[str, Any] = self._history_put(
+            owner, entry, Action.KEPT, entry.value, entry.value, Source.EXTRACTED, now, reason
+        )["Put"]
+        return put
 
     def _count(self, owner: str, conversation_id: str | None, delta: int) -> Any:
         """Move a scope's counter; a step up only while it is below the cap."""
@@ -160,6 +187,7 @@ class MemoryTransactions:
         new_value: str | None,
         source: Source | None,
         now: datetime,
+        reason: str | None = None,
     ) -> Any:
         record = HistoryRecord(
             key=entry.key,
@@ -170,6 +198,7 @@ class MemoryTransactions:
             new_value=new_value,
             category=entry.category,
             source=source,
+            reason=reason,
             at=clock.stamp(now),
         )
         item = HistoryItem.of(owner, record, new_id()).item()

@@ -5,7 +5,7 @@ each session in the sparse index the prune job reads, so it never scans the tabl
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -15,9 +15,11 @@ from pydantic.alias_generators import to_camel
 from recall.domain import clock
 from recall.domain.messages import Message
 from recall.domain.session import Session
+from recall.errors import Conflict
 from recall.settings import Settings
+from recall.store.due import due_items
 from recall.store.dynamodb import Item, dynamodb_client, from_item, to_item, to_value, translate
-from recall.store.keys import due_bucket, thread_key
+from recall.store.keys import due_bucket, due_buckets, thread_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -62,6 +64,7 @@ class SessionStore:
         self._client = client
         self._idle = timedelta(seconds=settings.session_idle_seconds)
         self._shards = settings.due_shards
+        self._lookback_hours = settings.maintenance_lookback_hours
 
     @property
     def client(self) -> DynamoDBClient:
@@ -131,6 +134,29 @@ class SessionStore:
             self.client.put_item(**request)
         except ClientError as exc:
             raise translate(exc, "The conversation's context changed meanwhile.") from exc
+
+    def prune_idle(self, now: datetime) -> tuple[int, int]:
+        """Delete every session idle past ``session_idle_seconds``, reading only the due
+        buckets; ``(read, pruned)``. A session a turn touched since it was read has moved to
+        a later bucket, and the condition on ``dueAt`` keeps it."""
+        buckets = due_buckets(now, self._lookback_hours, self._shards)
+        read = pruned = 0
+        for due in due_items(self.client, self._table, buckets, now):
+            read += 1
+            try:
+                self.client.delete_item(
+                    TableName=self._table,
+                    Key={"thread": due["thread"]},
+                    ConditionExpression="#dueAt = :dueAt",
+                    ExpressionAttributeNames={"#dueAt": "dueAt"},
+                    ExpressionAttributeValues={":dueAt": due["dueAt"]},
+                )
+            except ClientError as exc:
+                if not isinstance(translate(exc), Conflict):
+                    raise
+                continue
+            pruned += 1
+        return read, pruned
 
     def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
         self.client.delete_item(

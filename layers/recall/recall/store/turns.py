@@ -23,7 +23,7 @@ from recall.store.dynamodb import (
     error_code,
     translate,
 )
-from recall.store.memories import MemoryStore
+from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore, session_from, session_key
@@ -65,14 +65,14 @@ class TurnStore:
         conversations: ConversationStore,
         messages: MessageStore,
         sessions: SessionStore,
-        memories: MemoryStore,
+        upkeep: MemoryUpkeep,
         client: DynamoDBClient | None = None,
     ) -> None:
         self._projects = projects
         self._conversations = conversations
         self._messages = messages
         self._sessions = sessions
-        self._memories = memories
+        self._upkeep = upkeep
         self._client = client
 
     @property
@@ -133,8 +133,8 @@ class TurnStore:
         if turn.expected_version is None:
             items.append(
                 {
-                    "Update": self._memories.session_started_request(
-                        conversation.user_id, conversation.project_id
+                    "Update": self._upkeep.session_started_request(
+                        conversation.user_id, conversation.project_id, turn.at
                     )
                 }
             )
