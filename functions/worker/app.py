@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.batch import (
     EventType,
     process_partial_response,
 )
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -27,7 +28,7 @@ def run_job(record: SQSRecord) -> None:
 @logger.inject_lambda_context
 @metrics.log_metrics
 @tracer.capture_lambda_handler
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=run_job, processor=processor, context=context
     )

@@ -8,14 +8,31 @@ from recall.domain.prompt import ModelProvider
 from recall.providers import JsonProtocolProvider, new_provider
 from recall.services.access import ProjectAccess
 from recall.services.chat import ChatService
+from recall.services.consolidation import ConsolidationService
 from recall.services.context import ContextService
 from recall.services.conversations import ConversationService
+from recall.services.extraction import (
+    ExtractionService,
+    MemoryExtractor,
+    ModelExtractor,
+    RuleExtractor,
+)
+from recall.services.followups import TurnFollowUps
+from recall.services.jobs import JobRunner
+from recall.services.maintenance import Maintenance
 from recall.services.memories import MemoryService
 from recall.services.projects import ProjectService
+from recall.services.summaries import (
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    Summarizer,
+    SummaryService,
+)
 from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import TurnContextLoader
 from recall.settings import Settings, get_settings
 from recall.store.conversations import ConversationStore
+from recall.store.jobs import JobQueue
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
@@ -146,6 +163,7 @@ def chat_service() -> ChatService:
         ToolLoop(model_choice(), memory_service(), settings.tool_rounds_max),
         turn_store(),
         session_store(),
+        TurnFollowUps(settings, job_queue()),
     )
 
 
@@ -154,3 +172,62 @@ def context_service() -> ContextService:
     return ContextService(
         get_settings(), turn_context_loader(), conversation_store(), session_store()
     )
+
+
+@lru_cache(maxsize=1)
+def job_queue() -> JobQueue:
+    return JobQueue(get_settings())
+
+
+def _extractor() -> MemoryExtractor:
+    settings = get_settings()
+    if settings.model_provider == "offline":
+        return RuleExtractor()
+    return ModelExtractor(
+        _native_provider(),
+        settings.default_model_id,
+        settings.model_max_tokens,
+        settings.memory_value_max_chars,
+    )
+
+
+def _summarizer() -> Summarizer:
+    settings = get_settings()
+    if settings.model_provider == "offline":
+        return ExtractiveSummarizer(settings.summary_max_chars, settings.summary_point_max_chars)
+    return ModelSummarizer(
+        _native_provider(),
+        settings.default_model_id,
+        settings.summary_max_chars,
+        settings.summary_point_max_chars,
+        settings.summary_max_tokens,
+    )
+
+
+@lru_cache(maxsize=1)
+def consolidation_service() -> ConsolidationService:
+    return ConsolidationService(get_settings(), memory_store(), memory_upkeep(), job_queue())
+
+
+@lru_cache(maxsize=1)
+def job_runner() -> JobRunner:
+    settings = get_settings()
+    return JobRunner(
+        ExtractionService(
+            settings,
+            conversation_store(),
+            message_store(),
+            memory_store(),
+            memory_upkeep(),
+            _extractor(),
+        ),
+        SummaryService(
+            settings, conversation_store(), message_store(), session_store(), _summarizer()
+        ),
+        consolidation_service(),
+    )
+
+
+@lru_cache(maxsize=1)
+def maintenance() -> Maintenance:
+    return Maintenance(session_store(), memory_store(), memory_upkeep(), consolidation_service())

@@ -9,7 +9,7 @@ calls: a service test reads them back to see what the service did.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,6 +18,7 @@ from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
+from recall.domain.jobs import AnyJob
 from recall.domain.memory import (
     BACKGROUND_SOURCES,
     Action,
@@ -36,6 +37,7 @@ from recall.services.access import ProjectAccess
 from recall.services.chat import ChatService
 from recall.services.context import ContextService
 from recall.services.conversations import ConversationService
+from recall.services.followups import TurnFollowUps
 from recall.services.memories import MemoryService
 from recall.services.projects import ProjectService
 from recall.services.tool_loop import ToolLoop
@@ -570,6 +572,20 @@ class ScriptedModel:
         return step
 
 
+class InMemoryJobQueue:
+    """The memory jobs queue: what was sent, in order; ``refuse`` makes every send fail."""
+
+    def __init__(self) -> None:
+        self.sent: list[AnyJob] = []
+        self.refuse: Exception | None = None
+
+    def send(self, jobs: Sequence[AnyJob]) -> int:
+        if self.refuse is not None:
+            raise self.refuse
+        self.sent.extend(jobs)
+        return len(jobs)
+
+
 @dataclass
 class InMemoryRecall:
     """Every service of Recall over in-memory stores, put together as ``recall.wiring``
@@ -610,12 +626,14 @@ class InMemoryRecall:
             self.memories,
         )
         self.tool_loop = ToolLoop(self._provider_for, self.memory_service, settings.tool_rounds_max)
+        self.jobs = InMemoryJobQueue()
         self.chat_service = ChatService(
             settings,
             self.loader,
             self.tool_loop,
             self.turns,
             self.sessions,
+            TurnFollowUps(settings, self.jobs),  # type: ignore[arg-type]
         )
         self.context_service = ContextService(
             settings,

@@ -36,9 +36,11 @@ def render_project_context(project: Project) -> str:
 
 
 def render_summary(summary: str) -> str:
-    return (
-        f"<conversation_summary>\n{_neutral(summary)}\n</conversation_summary>" if summary else ""
-    )
+    """The rolling summary, one point a line, each line neutralised like any other value."""
+    lines = [_neutral(line) for line in summary.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    return "<conversation_summary>\n" + "\n".join(lines) + "\n</conversation_summary>"
 
 
 class TurnContext(BaseModel):

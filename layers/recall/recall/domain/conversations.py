@@ -29,6 +29,8 @@ class Conversation(BaseModel):
     message_count: int = 0
     turn_count: int = 0
     cleared_after: str | None = None
+    summary: str = ""
+    summary_through: str | None = None
     created_at: str
     updated_at: str
 

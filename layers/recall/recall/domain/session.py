@@ -11,11 +11,11 @@ from recall.domain.prompt import PromptMessage
 
 
 class Session(BaseModel):
-    """One per thread: the last messages after the clear-context marker, the rolling summary
-    of what fell out, and a version for optimistic locking. A missing session is rebuilt."""
+    """One per thread: the last messages after the clear-context marker and a version for
+    optimistic locking. A missing session is rebuilt; the rolling summary of what fell out
+    lives on the conversation, so pruning a session never loses it."""
 
     window: list[Message] = Field(default_factory=list)
-    summary: str = ""
     cleared_after: str | None = None
     version: int = 0
     updated_at: str | None = None

@@ -18,6 +18,7 @@ from recall.domain.session import Session, with_turn
 from recall.domain.turns import Exchange, checked_message, checked_model, turn_messages
 from recall.errors import Conflict, ModelFailed
 from recall.observability import logger, metrics
+from recall.services.followups import TurnFollowUps
 from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import LoadedTurn, TurnContextLoader
 from recall.settings import Settings
@@ -52,12 +53,14 @@ class ChatService:
         tools: ToolLoop,
         turns: TurnStore,
         sessions: SessionStore,
+        followups: TurnFollowUps,
     ) -> None:
         self._settings = settings
         self._loader = loader
         self._tools = tools
         self._turns = turns
         self._sessions = sessions
+        self._followups = followups
 
     def turn(
         self,
@@ -76,7 +79,15 @@ class ChatService:
             loaded.context, text, model_id, settings.model_max_tokens, settings.model_temperature
         )
         exchange = self._tools.converse(request, user_id, project_id, conversation.conversation_id)
-        user_message, assistant = self._save(loaded, text, model_id, exchange)
+        user_message, assistant, left_window = self._save(loaded, text, model_id, exchange)
+        self._followups.queue(
+            self._followups.jobs_after(
+                conversation,
+                conversation.message_count + len(exchange.rounds) + 2,
+                text,
+                left_window,
+            )
+        )
         metrics.add_metric(name="ChatTurns", unit=MetricUnit.Count, value=1)
         if exchange.failure is not None:
             metrics.add_metric(name="ChatTurnsFailed", unit=MetricUnit.Count, value=1)
@@ -107,9 +118,10 @@ class ChatService:
 
     def _save(
         self, loaded: LoadedTurn, text: str, model_id: str, exchange: Exchange
-    ) -> tuple[Message, Message]:
+    ) -> tuple[Message, Message, bool]:
         """One transaction; when another turn on the thread saved first, re-read its session
-        and save again with fresh ids, so both turns land in order."""
+        and save again with fresh ids, so both turns land in order. Also says whether
+        messages left the window (a summary has something to fold)."""
         conversation = loaded.conversation
         session, exists = loaded.session, loaded.session_exists
         for attempt in range(self._settings.turn_retry_max):
@@ -136,5 +148,7 @@ class ChatService:
                 )
                 session, exists = (current, True) if current else (Session(), False)
                 continue
-            return saved[0], saved[-1]
+            kept = {message.message_id for message in next_session.window}
+            left = any(message.message_id not in kept for message in session.window)
+            return saved[0], saved[-1], left
         raise Conflict("The conversation is too busy; try again.")

@@ -132,7 +132,7 @@ class TurnContextLoader:
         context = turn_context(
             reads.project,
             render_memory_block(persistent, thread_entries, now),
-            session.summary,
+            conversation.summary,
             session.window,
         )
         return LoadedTurn(conversation, created, session, exists, context)

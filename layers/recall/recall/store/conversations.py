@@ -248,17 +248,59 @@ class ConversationStore:
             self.client.update_item(
                 TableName=self._table,
                 Key=conversation_key(user_id, project_id, conversation_id),
-                UpdateExpression="SET #clearedAfter = :marker",
+                UpdateExpression="SET #clearedAfter = :marker REMOVE #summary, #summaryThrough",
                 ConditionExpression="attribute_exists(#sk) AND attribute_not_exists(#deleting)",
                 ExpressionAttributeNames={
                     "#sk": "conversationId",
                     "#deleting": "deleting",
                     "#clearedAfter": "clearedAfter",
+                    "#summary": "summary",
+                    "#summaryThrough": "summaryThrough",
                 },
                 ExpressionAttributeValues={":marker": to_value(marker)},
             )
         except ClientError as exc:
             raise _missing_if_conflict(exc) from exc
+
+    def save_summary(self, conversation: Conversation, text: str, through: str) -> bool:
+        """The thread's rolling summary, now covering messages up to ``through``, written only
+        over the summary this job read and within the same clear-context period: ``False``
+        when another job or a clear got there first (the next job starts from theirs)."""
+        names = {
+            "#sk": "conversationId",
+            "#deleting": "deleting",
+            "#summary": "summary",
+            "#summaryThrough": "summaryThrough",
+            "#clearedAfter": "clearedAfter",
+        }
+        values: dict[str, Any] = {":text": to_value(text), ":through": to_value(through)}
+        conditions = ["attribute_exists(#sk)", "attribute_not_exists(#deleting)"]
+        if conversation.summary_through is None:
+            conditions.append("attribute_not_exists(#summaryThrough)")
+        else:
+            conditions.append("#summaryThrough = :seen")
+            values[":seen"] = to_value(conversation.summary_through)
+        if conversation.cleared_after is None:
+            conditions.append("attribute_not_exists(#clearedAfter)")
+        else:
+            conditions.append("#clearedAfter = :cleared")
+            values[":cleared"] = to_value(conversation.cleared_after)
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=conversation_key(
+                    conversation.user_id, conversation.project_id, conversation.conversation_id
+                ),
+                UpdateExpression="SET #summary = :text, #summaryThrough = :through",
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if isinstance(translate(exc), Conflict):
+                return False
+            raise
+        return True
 
     def mark_deleting(self, user_id: str, project_id: str, conversation_id: str) -> None:
         """Hide the thread first, so a delete that stops half-way can simply be retried."""

@@ -115,6 +115,36 @@ class MessageStore:
         )
         return [message_from(item) for item in reversed(result["Items"])]
 
+    def between(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str,
+        after: str | None,
+        before: str,
+        limit: int,
+    ) -> list[Message]:
+        """Up to ``limit`` messages strictly after ``after`` and before ``before``, oldest
+        first: what left a window that now starts at ``before``."""
+        condition = "#thread = :thread AND #id < :before"
+        values: dict[str, Any] = {
+            ":thread": to_value(thread_key(user_id, project_id, conversation_id)),
+            ":before": to_value(before),
+        }
+        if after:
+            condition = "#thread = :thread AND #id BETWEEN :after AND :before"
+            values[":after"] = to_value(after)
+        result = self.client.query(
+            TableName=self._table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames={"#thread": "thread", "#id": "messageId"},
+            ExpressionAttributeValues=values,
+            Limit=limit + 2,  # BETWEEN includes both ends, which are not wanted
+            ConsistentRead=True,
+        )
+        found = [message_from(item) for item in result["Items"]]
+        return [m for m in found if m.message_id not in (after, before)][:limit]
+
     def add(
         self, user_id: str, project_id: str, conversation_id: str, messages: list[Message]
     ) -> None:

@@ -1,5 +1,5 @@
 """The Sessions table: one item per thread (``thread = <userId>#<projectId>#<conversationId>``)
-holding the active window, the rolling summary, the clear-context marker and a version for
+holding the active window, the clear-context marker and a version for
 optimistic locking. ``ttl`` lets DynamoDB drop idle sessions; ``dueBucket``/``dueAt`` put
 each session in the sparse index the prune job reads, so it never scans the table."""
 
@@ -32,7 +32,6 @@ class SessionItem(BaseModel):
 
     thread: str
     window: list[Message] = Field(default_factory=list)
-    summary: str | None = None
     cleared_after: str | None = None
     version: int = 0
     updated_at: str | None = None
@@ -43,7 +42,6 @@ class SessionItem(BaseModel):
     def session(self) -> Session:
         return Session(
             window=self.window,
-            summary=self.summary or "",
             cleared_after=self.cleared_after,
             version=self.version,
             updated_at=self.updated_at,
@@ -89,7 +87,6 @@ class SessionStore:
         record = SessionItem(
             thread=thread,
             window=session.window,
-            summary=session.summary or None,
             cleared_after=session.cleared_after,
             version=session.version,
             updated_at=updated_at,

@@ -1,0 +1,202 @@
+"""Background extraction: durable memory proposed from a thread's recent turns, compared
+with what is stored, and written where it adds or corrects something. It runs for a user
+and project only once the thread is long enough, and at most once per cooldown (a claim on
+``META`` that exactly one worker wins)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, Field, ValidationError
+
+from recall.domain.extraction import ExtractionAction, decide_extraction, entry_to_write
+from recall.domain.jobs import ExtractJob
+from recall.domain.memory import Category, MemoryEntry, Source, check_key, check_value
+from recall.domain.memory_proposals import propose_memories
+from recall.domain.messages import Message
+from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
+from recall.errors import Invalid
+from recall.observability import logger, metrics
+from recall.settings import Settings
+from recall.store.conversations import ConversationStore
+from recall.store.memories import MemoryStore
+from recall.store.memory_upkeep import MemoryUpkeep
+from recall.store.messages import MessageStore
+
+
+class MemoryExtractor(Protocol):
+    def propose(self, messages: list[Message]) -> list[MemoryEntry]: ...
+
+
+def _candidate(key: str, value: str, category: Category, confidence: float) -> MemoryEntry:
+    return MemoryEntry(
+        key=key,
+        value=value,
+        category=category,
+        source=Source.EXTRACTED,
+        confidence=confidence,
+    )
+
+
+class RuleExtractor:
+    """Offline: the classifier the offline chat model also uses, over the user's words."""
+
+    def propose(self, messages: list[Message]) -> list[MemoryEntry]:
+        return [
+            _candidate(proposal.key, proposal.value, proposal.category, proposal.confidence)
+            for message in messages
+            if message.role == "user"
+            for proposal in propose_memories(message.content)
+        ]
+
+
+RECORD_MEMORIES = "record_memories"
+
+
+class ProposedEntry(BaseModel):
+    key: str
+    value: str
+    category: Category
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+class ProposedEntries(BaseModel):
+    entries: list[ProposedEntry]
+
+
+EXTRACTION_INSTRUCTIONS = (
+    "Read the conversation and list what the user stated that should be remembered in "
+    "later conversations: standing rules, preferences, forbidden things, facts about their "
+    "business and decisions. Leave out questions, one-off requests, small talk and anything "
+    "only about the current reply. Use the user's own words for each value. Call "
+    f"{RECORD_MEMORIES} once with every entry (an empty list when there is none)."
+)
+
+
+class ModelExtractor:
+    """With a model: structured output forced through a tool schema, validated on return;
+    an answer that does not fit the schema proposes nothing."""
+
+    def __init__(
+        self, provider: ModelProvider, model_id: str, max_tokens: int, value_max_chars: int
+    ) -> None:
+        self._provider = provider
+        self._model_id = model_id
+        self._max_tokens = max_tokens
+        self._value_max_chars = value_max_chars
+
+    def propose(self, messages: list[Message]) -> list[MemoryEntry]:
+        transcript = "\n".join(f"{m.role}: {' '.join(m.content.split())}" for m in messages)
+        request = ModelRequest(
+            model_id=self._model_id,
+            system=[EXTRACTION_INSTRUCTIONS],
+            messages=[
+                PromptMessage(role="user", text=f"<conversation>\n{transcript}\n</conversation>")
+            ],
+            tools=[
+                ToolSpec(
+                    name=RECORD_MEMORIES,
+                    description="Record what to remember from the conversation.",
+                    input_schema=ProposedEntries.model_json_schema(),
+                )
+            ],
+            tool_choice=RECORD_MEMORIES,
+            max_tokens=self._max_tokens,
+            temperature=0.0,
+        )
+        reply = self._provider.converse(request)
+        calls = [call for call in reply.tool_calls if call.name == RECORD_MEMORIES]
+        if not calls:
+            logger.warning("extraction answered without its tool")
+            return []
+        try:
+            proposed = ProposedEntries.model_validate(calls[0].input)
+        except ValidationError as error:
+            logger.warning("extraction answer does not fit its schema", extra={"error": str(error)})
+            return []
+        candidates: list[MemoryEntry] = []
+        for entry in proposed.entries:
+            try:
+                candidates.append(
+                    _candidate(
+                        check_key(entry.key),
+                        check_value(entry.value, self._value_max_chars),
+                        entry.category,
+                        entry.confidence,
+                    )
+                )
+            except (Invalid, ValidationError):
+                logger.info("extracted entry skipped: malformed", extra={"key": entry.key})
+        return candidates
+
+
+@dataclass
+class ExtractionReport:
+    ran: bool
+    why: str
+    written: int = 0
+    kept: int = 0
+
+
+class ExtractionService:
+    def __init__(
+        self,
+        settings: Settings,
+        conversations: ConversationStore,
+        messages: MessageStore,
+        memories: MemoryStore,
+        upkeep: MemoryUpkeep,
+        extractor: MemoryExtractor,
+    ) -> None:
+        self._settings = settings
+        self._conversations = conversations
+        self._messages = messages
+        self._memories = memories
+        self._upkeep = upkeep
+        self._extractor = extractor
+
+    def run(self, job: ExtractJob, now: datetime) -> ExtractionReport:
+        settings = self._settings
+        conversation = self._conversations.get(job.user_id, job.project_id, job.conversation_id)
+        if conversation is None:
+            return ExtractionReport(False, "the thread is gone")
+        if conversation.message_count < settings.extract_min_messages:
+            return ExtractionReport(False, "the thread is too short")
+        if not self._upkeep.claim_extraction(job.user_id, job.project_id, now):
+            return ExtractionReport(False, "extraction ran within the cooldown")
+        recent = self._messages.latest_after(
+            job.user_id,
+            job.project_id,
+            job.conversation_id,
+            conversation.cleared_after,
+            settings.extract_recent_messages,
+        )
+        stored, _ = self._memories.active(job.user_id, job.project_id, None, now)
+        decisions = decide_extraction(
+            self._extractor.propose(recent),
+            stored,
+            min_confidence=settings.extract_min_confidence,
+            max_new=settings.extract_max_new,
+        )
+        report = ExtractionReport(True, "claimed")
+        for decision in decisions:
+            entry = entry_to_write(decision)
+            if entry is not None:
+                saved = self._memories.write(
+                    job.user_id, job.project_id, entry, now, reason=decision.reason
+                )
+                report.written += saved is not None
+            elif decision.action == ExtractionAction.NONE and decision.existing is not None:
+                self._memories.note(
+                    job.user_id, job.project_id, decision.existing, decision.reason, now
+                )
+                report.kept += 1
+        metrics.add_metric(name="MemoriesExtracted", unit=MetricUnit.Count, value=report.written)
+        logger.info(
+            "extraction done",
+            extra={"decisions": len(decisions), "written": report.written, "kept": report.kept},
+        )
+        return report

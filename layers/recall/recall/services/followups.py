@@ -1,0 +1,48 @@
+"""What a turn leaves for later: extraction once the thread is long enough and the user's
+message carries preference signals, and a summary job when messages left the window.
+Queued after the turn is saved; a failure here is logged and counted, and never reaches
+the reply."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from recall.domain.conversations import Conversation
+from recall.domain.jobs import AnyJob, ExtractJob, SummarizeJob
+from recall.domain.memory_proposals import propose_memories
+from recall.observability import logger, metrics
+from recall.settings import Settings
+from recall.store.jobs import JobQueue
+
+
+class TurnFollowUps:
+    def __init__(self, settings: Settings, queue: JobQueue) -> None:
+        self._settings = settings
+        self._queue = queue
+
+    def jobs_after(
+        self, conversation: Conversation, messages_now: int, user_text: str, left_window: bool
+    ) -> list[AnyJob]:
+        ids = {
+            "user_id": conversation.user_id,
+            "project_id": conversation.project_id,
+            "conversation_id": conversation.conversation_id,
+        }
+        jobs: list[AnyJob] = []
+        if messages_now >= self._settings.extract_min_messages and propose_memories(user_text):
+            jobs.append(ExtractJob(**ids))
+        if left_window:
+            jobs.append(SummarizeJob(**ids))
+        return jobs
+
+    def queue(self, jobs: list[AnyJob]) -> None:
+        """Never raises: the turn is saved and answered whatever happens here."""
+        if not jobs:
+            return
+        try:
+            self._queue.send(jobs)
+        except Exception:
+            logger.exception(
+                "memory jobs not queued", extra={"kinds": [job.kind.value for job in jobs]}
+            )
+            metrics.add_metric(name="MemoryJobsNotQueued", unit=MetricUnit.Count, value=len(jobs))

@@ -1,0 +1,51 @@
+"""The scheduled jobs. Each reads only what is due (a fixed set of sharded hour buckets of
+a sparse index), so its cost follows what is due, never the number of users."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from recall.domain.jobs import ScheduledJob
+from recall.services.consolidation import ConsolidationService
+from recall.store.memories import MemoryStore
+from recall.store.memory_upkeep import MemoryUpkeep
+from recall.store.sessions import SessionStore
+
+
+class MaintenanceReport(BaseModel):
+    job: ScheduledJob
+    read: int
+    changed: int
+
+
+class Maintenance:
+    def __init__(
+        self,
+        sessions: SessionStore,
+        memories: MemoryStore,
+        upkeep: MemoryUpkeep,
+        consolidation: ConsolidationService,
+    ) -> None:
+        self._sessions = sessions
+        self._memories = memories
+        self._upkeep = upkeep
+        self._consolidation = consolidation
+
+    def run(self, job: ScheduledJob, now: datetime) -> MaintenanceReport:
+        """Idempotent: run twice at one moment, the second run finds nothing left to do."""
+        if job == ScheduledJob.PRUNE_SESSIONS:
+            read, changed = self._sessions.prune_idle(now)
+        elif job == ScheduledJob.EXPIRE_MEMORIES:
+            due = list(self._upkeep.due_expiries(now))
+            read = len(due)
+            changed = sum(
+                self._memories.expire(
+                    entry.user_id, entry.project_id, entry.key, entry.conversation_id, now
+                )
+                for entry in due
+            )
+        else:
+            read, changed = self._consolidation.fan_out(now)
+        return MaintenanceReport(job=job, read=read, changed=changed)
