@@ -1,0 +1,491 @@
+"""Background jobs over the embedded DynamoDB, each gate at its boundary with the clock
+passed in: extraction, rolling summaries, consolidation, session pruning and expiry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+import threading
+from typing import Any
+import uuid
+
+import pytest
+
+from recall.domain import clock
+from recall.domain.conversations import Conversation
+from recall.domain.ids import new_id
+from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, ScheduledJob, SummarizeJob
+from recall.domain.memory import Action, Category, MemoryEntry, Source
+from recall.domain.messages import Message
+from recall.domain.session import Session
+from recall.services.consolidation import ConsolidationService
+from recall.services.extraction import ExtractionService, RuleExtractor
+from recall.services.maintenance import Maintenance
+from recall.services.summaries import ExtractiveSummarizer, SummaryService
+from recall.settings import Settings, get_settings
+from recall.store.conversations import ConversationStore
+from recall.store.dynamodb import dynamodb_client
+from recall.store.memories import MemoryStore
+from recall.store.memory_upkeep import MemoryUpkeep
+from recall.store.messages import MessageStore
+from recall.store.sessions import SessionStore
+
+NOW = datetime.fromisoformat("2025-06-02T12:00:00+00:00")
+SECOND = timedelta(seconds=1)
+
+
+class Queued:
+    """The jobs queue as a list, for the jobs that fan work out."""
+
+    def __init__(self) -> None:
+        self.jobs: list[AnyJob] = []
+
+    def send(self, jobs: list[AnyJob]) -> int:
+        self.jobs.extend(jobs)
+        return len(jobs)
+
+
+class Recall:
+    """The stores and job services of one user and project, with the settings given."""
+
+    def __init__(self, **overrides: Any) -> None:
+        # Two hours of due buckets back are enough for a clock that jumps exactly
+        self.settings: Settings = get_settings().model_copy(
+            update={"maintenance_lookback_hours": 2, **overrides}
+        )
+        settings = self.settings
+        self.user = f"user-{uuid.uuid4().hex[:12]}"
+        self.project = new_id()
+        self.conversations = ConversationStore(settings)
+        self.messages = MessageStore(settings)
+        self.sessions = SessionStore(settings)
+        self.memories = MemoryStore(settings)
+        self.upkeep = MemoryUpkeep(settings)
+        self.queue = Queued()
+        self.extraction = ExtractionService(
+            settings, self.conversations, self.messages, self.memories, self.upkeep, RuleExtractor()
+        )
+        self.summaries = SummaryService(
+            settings,
+            self.conversations,
+            self.messages,
+            self.sessions,
+            ExtractiveSummarizer(settings.summary_max_chars, settings.summary_point_max_chars),
+        )
+        self.consolidation = ConsolidationService(
+            settings,
+            self.memories,
+            self.upkeep,
+            self.queue,  # type: ignore[arg-type]
+        )
+        self.maintenance = Maintenance(
+            self.sessions, self.memories, self.upkeep, self.consolidation
+        )
+
+    def thread(self, texts: list[str], at: datetime = NOW) -> Conversation:
+        """A thread whose messages alternate user and assistant, counted on the thread."""
+        stamp = clock.stamp(at)
+        conversation = Conversation(
+            user_id=self.user,
+            project_id=self.project,
+            conversation_id=new_id(),
+            title="t",
+            created_at=stamp,
+            updated_at=stamp,
+        )
+        self.conversations.create(conversation)
+        self.add(conversation, texts, at)
+        return conversation
+
+    def add(self, conversation: Conversation, texts: list[str], at: datetime = NOW) -> None:
+        messages = [
+            Message(
+                message_id=new_id(),
+                role="user" if n % 2 == 0 else "assistant",
+                content=text,
+                created_at=clock.stamp(at),
+            )
+            for n, text in enumerate(texts)
+        ]
+        ids = (self.user, self.project, conversation.conversation_id)
+        self.messages.add(*ids, messages)
+        self.conversations.count_added_messages(*ids, len(messages))
+
+    def extract(self, conversation: Conversation, at: datetime = NOW) -> Any:
+        job = ExtractJob(
+            user_id=self.user,
+            project_id=self.project,
+            conversation_id=conversation.conversation_id,
+        )
+        return self.extraction.run(job, at)
+
+    def entries(self, at: datetime = NOW) -> dict[str, MemoryEntry]:
+        persistent, _ = self.memories.active(self.user, self.project, None, at)
+        return {entry.key: entry for entry in persistent}
+
+    def write(self, entry: MemoryEntry, at: datetime = NOW) -> MemoryEntry:
+        saved = self.memories.write(self.user, self.project, entry, at)
+        assert saved is not None
+        return saved[0]
+
+    def start_sessions(self, count: int, at: datetime = NOW) -> None:
+        for _ in range(count):
+            dynamodb_client().update_item(
+                **self.upkeep.session_started_request(self.user, self.project, clock.stamp(at))
+            )
+
+
+def chatter(count: int) -> list[str]:
+    return [f"message {n} about the weather" for n in range(count)]
+
+
+def entry(
+    key: str, value: str, category: Category = Category.PREFERENCES, **more: Any
+) -> MemoryEntry:
+    return MemoryEntry(key=key, value=value, category=category, **more)
+
+
+# Extraction
+
+
+def test_extraction_waits_for_a_thread_of_six_messages() -> None:
+    # Given a thread of five messages, the last user one stating a rule
+    recall = Recall()
+    thread = recall.thread([*chatter(4), "Always keep the header dark."])
+    # When / Then: five is one too few
+    assert recall.extract(thread).ran is False
+    assert recall.entries() == {}
+    # When the sixth arrives
+    recall.add(thread, ["Noted."])
+    report = recall.extract(thread)
+    # Then it runs and the rule is remembered, as extracted
+    assert report.ran is True
+    [saved] = recall.entries().values()
+    assert saved.source == Source.EXTRACTED
+    assert "header dark" in saved.value
+
+
+def test_extraction_runs_at_most_once_per_four_hours() -> None:
+    recall = Recall()
+    assert recall.settings.extract_cooldown_seconds == 4 * 3600
+    thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."])
+    cooldown = timedelta(seconds=recall.settings.extract_cooldown_seconds)
+    assert recall.extract(thread, NOW).ran is True
+    assert recall.extract(thread, NOW + cooldown - SECOND).ran is False
+    assert recall.extract(thread, NOW + cooldown).ran is True
+
+
+def test_two_workers_racing_for_one_extraction_slot_run_it_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given two workers that read the thread at the same moment, and updates to one item
+    # applied one at a time, as DynamoDB applies them (moto's threaded server does not)
+    recall = Recall()
+    thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."])
+    client = dynamodb_client()
+    update, one_at_a_time = client.update_item, threading.Lock()
+
+    def serialised(**request: Any) -> Any:
+        with one_at_a_time:
+            return update(**request)
+
+    monkeypatch.setattr(client, "update_item", serialised)
+    start = threading.Barrier(2, timeout=10)
+    reports: list[Any] = []
+
+    def work() -> None:
+        start.wait()
+        reports.append(recall.extract(thread))
+
+    workers = [threading.Thread(target=work) for _ in range(2)]
+    # When
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(20)
+    # Then exactly one ran
+    assert sorted(report.ran for report in reports) == [False, True]
+
+
+def test_extraction_never_overwrites_an_explicit_entry_and_says_why_in_history() -> None:
+    recall = Recall()
+    recall.write(entry("header_dark", "keep the header light"))
+    thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."])
+    # When
+    assert recall.extract(thread).ran is True
+    # Then the user's own words stand, and the history records the decision
+    kept = recall.entries()["header_dark"]
+    assert (kept.value, kept.source) == ("keep the header light", Source.EXPLICIT)
+    history = recall.memories.history(recall.user, recall.project, "header_dark", None)
+    assert history[-1].action == Action.KEPT
+    assert history[-1].reason and "explicit" in history[-1].reason
+
+
+def test_extraction_records_a_duplicate_as_kept_and_writes_nothing_twice() -> None:
+    recall = Recall()
+    thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."])
+    assert recall.extract(thread, NOW).ran is True
+    first = recall.entries()
+    later = NOW + timedelta(seconds=recall.settings.extract_cooldown_seconds)
+    assert recall.extract(thread, later).ran is True
+    assert recall.entries() == first
+    [key] = first
+    actions = [r.action for r in recall.memories.history(recall.user, recall.project, key, None)]
+    assert actions == [Action.CREATED, Action.KEPT]
+
+
+# Rolling summary
+
+
+def window_of(recall: Recall, thread: Conversation, size: int) -> None:
+    """The thread's session, holding its last ``size`` messages as its window."""
+    ids = (recall.user, recall.project, thread.conversation_id)
+    recent = recall.messages.latest_after(*ids, None, size)
+    recall.sessions.put(*ids, Session(window=recent, version=1), None)
+
+
+def test_messages_that_left_the_window_are_folded_into_the_threads_summary() -> None:
+    recall = Recall()
+    thread = recall.thread(
+        [
+            "We sell handmade candles in Lisbon.",
+            "Lovely.",
+            "We decided to launch the shop in March.",
+            "Great choice.",
+            "How do we ship abroad?",
+            "Let me think.",
+            "hello",
+            "hi",
+        ]
+    )
+    window_of(recall, thread, 2)
+    job = SummarizeJob(
+        user_id=recall.user, project_id=recall.project, conversation_id=thread.conversation_id
+    )
+    # When
+    report = recall.summaries.run(job, NOW)
+    # Then the six messages before the window are in the summary, on the conversation
+    assert report.folded == 6
+    saved = recall.conversations.get(recall.user, recall.project, thread.conversation_id)
+    assert saved is not None
+    assert "handmade candles" in saved.summary
+    assert "launch the shop in March" in saved.summary
+    assert "ship abroad" in saved.summary
+    # And running it again changes nothing
+    assert recall.summaries.run(job, NOW).folded == 0
+    again = recall.conversations.get(recall.user, recall.project, thread.conversation_id)
+    assert again == saved
+
+
+def test_clearing_the_context_starts_a_new_summary() -> None:
+    recall = Recall()
+    thread = recall.thread(["We sell handmade candles.", "ok", "x", "y"])
+    window_of(recall, thread, 2)
+    job = SummarizeJob(
+        user_id=recall.user, project_id=recall.project, conversation_id=thread.conversation_id
+    )
+    recall.summaries.run(job, NOW)
+    # When the context is cleared
+    recall.conversations.mark_cleared(recall.user, recall.project, thread.conversation_id, new_id())
+    # Then the summary is gone, and nothing from before the marker is folded again
+    cleared = recall.conversations.get(recall.user, recall.project, thread.conversation_id)
+    assert cleared is not None and cleared.summary == "" and cleared.summary_through is None
+    assert recall.summaries.run(job, NOW).folded == 0
+
+
+# Consolidation
+
+
+def due_consolidations(recall: Recall, at: datetime) -> list[tuple[str, str]]:
+    return [due for due in recall.upkeep.due_consolidations(at) if due[0] == recall.user]
+
+
+def test_consolidation_needs_three_sessions_five_entries_and_a_day() -> None:
+    recall = Recall()
+    settings = recall.settings
+    assert (settings.consolidate_min_sessions, settings.consolidate_min_memories) == (3, 5)
+    job = ConsolidateJob(user_id=recall.user, project_id=recall.project)
+    for n in range(settings.consolidate_min_memories):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    # Two sessions are one too few
+    recall.start_sessions(settings.consolidate_min_sessions - 1)
+    assert recall.consolidation.run(job, NOW).ran is False
+    recall.start_sessions(1)
+    assert recall.consolidation.run(job, NOW).ran is True
+    # Then a day must pass, whatever the sessions
+    day = timedelta(seconds=settings.consolidate_min_seconds)
+    recall.start_sessions(3, NOW + day - SECOND)
+    assert recall.consolidation.run(job, NOW + day - SECOND).ran is False
+    assert recall.consolidation.run(job, NOW + day).ran is True
+
+
+def test_four_entries_are_one_too_few_to_consolidate() -> None:
+    recall = Recall()
+    job = ConsolidateJob(user_id=recall.user, project_id=recall.project)
+    for n in range(recall.settings.consolidate_min_memories - 1):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    recall.start_sessions(3)
+    assert recall.consolidation.run(job, NOW).ran is False
+    recall.write(entry("rule_last", "one more distinct standing rule"))
+    assert recall.consolidation.run(job, NOW).ran is True
+
+
+def test_a_session_schedules_consolidation_and_a_refused_slot_moves_the_schedule() -> None:
+    recall = Recall()
+    job = ConsolidateJob(user_id=recall.user, project_id=recall.project)
+    # Given one session: the user and project are due, and the fan-out queues them
+    recall.start_sessions(1)
+    assert due_consolidations(recall, NOW) == [(recall.user, recall.project)]
+    # When the worker finds too few sessions, they leave the schedule until the next one
+    assert recall.consolidation.run(job, NOW).ran is False
+    assert due_consolidations(recall, NOW) == []
+    recall.start_sessions(1)
+    assert due_consolidations(recall, NOW) == [(recall.user, recall.project)]
+
+
+def test_a_consolidation_within_the_day_is_rescheduled_to_when_the_day_is_over() -> None:
+    recall = Recall()
+    job = ConsolidateJob(user_id=recall.user, project_id=recall.project)
+    for n in range(5):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    recall.start_sessions(3)
+    assert recall.consolidation.run(job, NOW).ran is True
+    # Given three new sessions an hour later
+    later = NOW + timedelta(hours=1)
+    recall.start_sessions(3, later)
+    assert recall.consolidation.run(job, later).ran is False
+    # Then it is due again exactly when the day is over, not before
+    day = timedelta(seconds=recall.settings.consolidate_min_seconds)
+    assert due_consolidations(recall, NOW + day - SECOND) == []
+    assert due_consolidations(recall, NOW + day) == [(recall.user, recall.project)]
+
+
+def consolidate(recall: Recall, at: datetime = NOW) -> None:
+    recall.start_sessions(3, at)
+    report = recall.consolidation.run(
+        ConsolidateJob(user_id=recall.user, project_id=recall.project), at
+    )
+    assert report.ran is True
+
+
+def test_consolidation_merges_two_explicit_entries_of_one_rule_keeping_the_users_words() -> None:
+    recall = Recall()
+    recall.write(entry("header_dark", "Keep the header dark."))
+    recall.write(entry("dark_header", "Keep the header dark"), NOW + SECOND)
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    before = {e.value for e in recall.entries().values()}
+    # When
+    consolidate(recall, NOW + 2 * SECOND)
+    # Then one of the two remains, word for word, and the history says what went into what
+    after = recall.entries()
+    assert len([k for k in after if "header" in k]) == 1
+    assert {e.value for e in after.values()} <= before
+    [gone] = {"header_dark", "dark_header"} - set(after)
+    [record] = [
+        r
+        for r in recall.memories.history(recall.user, recall.project, gone, None)
+        if r.action == Action.DELETED
+    ]
+    assert record.source == Source.CONSOLIDATED
+    assert record.reason and record.reason.startswith("merge")
+
+
+def test_a_contradiction_is_resolved_for_the_newer_value() -> None:
+    recall = Recall()
+    recall.write(entry("header_color", "dark", Category.BRAND))
+    recall.write(entry("header_colour", "light", Category.BRAND), NOW + SECOND)
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    consolidate(recall, NOW + 2 * SECOND)
+    after = recall.entries()
+    assert "header_colour" in after and "header_color" not in after
+
+
+def test_a_forbidden_entry_stays_unless_a_newer_one_explicitly_contradicts_it() -> None:
+    recall = Recall()
+    recall.write(entry("no_stock_photos", "Never use stock photos.", Category.FORBIDDEN))
+    recall.write(entry("photo_style", "Photos look nice"), NOW + SECOND)
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    consolidate(recall, NOW + 2 * SECOND)
+    assert "no_stock_photos" in recall.entries(NOW + 2 * SECOND)
+    # When a newer entry says the opposite
+    later = NOW + timedelta(days=2)
+    recall.write(entry("use_stock_photos", "Use stock photos.", Category.PREFERENCES), later)
+    consolidate(recall, later + SECOND)
+    assert "no_stock_photos" not in recall.entries(later + SECOND)
+
+
+def test_consolidation_drops_the_least_useful_entries_down_to_the_cap() -> None:
+    # Given 53 entries where the cap is 50 (written while a looser cap allowed them)
+    loose = Recall(memory_cap=60)
+    for n in range(50):
+        loose.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    for n in range(3):
+        loose.write(
+            entry(
+                f"guess_{n}",
+                f"an extracted guess about colour {n}",
+                source=Source.EXTRACTED,
+                confidence=0.7,
+            )
+        )
+    recall = Recall()
+    recall.user, recall.project = loose.user, loose.project
+    # When
+    consolidate(recall, NOW + SECOND)
+    # Then 50 remain, the guesses gone first
+    after = recall.entries(NOW + SECOND)
+    assert len(after) == recall.settings.memory_cap == 50
+    assert not [key for key in after if key.startswith("guess_")]
+
+
+# Maintenance
+
+
+def test_a_session_idle_for_a_day_is_pruned_and_not_a_second_before() -> None:
+    recall = Recall()
+    idle = timedelta(seconds=recall.settings.session_idle_seconds)
+    assert idle == timedelta(hours=24)
+    ids = (recall.user, recall.project, new_id())
+    recall.sessions.put(*ids, Session(updated_at=clock.stamp(NOW)), None)
+    recall.maintenance.run(ScheduledJob.PRUNE_SESSIONS, NOW + idle - SECOND)
+    assert recall.sessions.get(*ids) is not None
+    recall.maintenance.run(ScheduledJob.PRUNE_SESSIONS, NOW + idle)
+    assert recall.sessions.get(*ids) is None
+
+
+def test_an_expired_entry_is_deleted_with_an_expired_record_once() -> None:
+    recall = Recall()
+    expires = NOW + timedelta(hours=2)
+    recall.write(entry("sale", "summer sale banner", expires_at=clock.stamp(expires)))
+    recall.maintenance.run(ScheduledJob.EXPIRE_MEMORIES, expires - SECOND)
+    assert "sale" in recall.entries(expires - SECOND)
+    report = recall.maintenance.run(ScheduledJob.EXPIRE_MEMORIES, expires)
+    again = recall.maintenance.run(ScheduledJob.EXPIRE_MEMORIES, expires)
+    assert report.changed >= 1 and again.changed == 0
+    history = recall.memories.history(recall.user, recall.project, "sale", None)
+    assert [r.action for r in history] == [Action.CREATED, Action.EXPIRED]
+    assert recall.memories.meta(recall.user, recall.project).persistent_count == 0
+
+
+def test_the_fan_out_queues_one_job_per_due_user_and_project() -> None:
+    recall = Recall()
+    recall.start_sessions(2)
+    report = recall.maintenance.run(ScheduledJob.CONSOLIDATE, NOW)
+    assert report.read >= 1
+    assert ConsolidateJob(user_id=recall.user, project_id=recall.project) in recall.queue.jobs
+
+
+@pytest.fixture
+def counting() -> Iterator[Callable[[], list[str]]]:
+    operations: list[str] = []
+
+    def count(model: Any, **kwargs: Any) -> None:
+        operations.append(model.name)
+
+    events = dynamodb_client().meta.events
+    events.register("before-call.dynamodb", count)
+    yield lambda: operations
+    events.unregister("before-call.dynamodb", count)
