@@ -12,7 +12,7 @@ EVENT ?= events/projects-list.json
 
 .DEFAULT_GOAL := help
 .PHONY: help install dev test unit lint format typecheck template-lint pytest invoke openapi \
-	bench check-wheels install-deploy check-deploy lock clean
+	bench eval check-wheels install-deploy check-deploy lock clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +58,9 @@ openapi: install ## Write the OpenAPI document the handlers serve
 
 bench: install ## DynamoDB requests and time per chat turn, short and long threads
 	$(PY) -m bench.turns
+
+eval: install ## Precision and recall of the offline preference classifier on its labelled set
+	$(PY) -m bench.eval_preferences
 
 check-wheels: install ## The layer's requirements have arm64/cp313 wheels (needs the package index)
 	$(PY) -m pytest tests/deploy

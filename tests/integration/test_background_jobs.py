@@ -3,7 +3,7 @@ passed in: extraction, rolling summaries, consolidation, session pruning and exp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 import threading
 from typing import Any
@@ -178,10 +178,15 @@ def test_extraction_runs_at_most_once_per_four_hours() -> None:
 def test_two_workers_racing_for_one_extraction_slot_run_it_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Given two workers that read the thread at the same moment, and updates to one item
-    # applied one at a time, as DynamoDB applies them (moto's threaded server does not)
     recall = Recall()
     thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."])
+    reports = race(monkeypatch, lambda: recall.extract(thread))
+    assert sorted(report.ran for report in reports) == [False, True]
+
+
+def race(monkeypatch: pytest.MonkeyPatch, work: Callable[[], Any]) -> list[Any]:
+    """``work`` run by two workers at the same moment, with updates to one item applied
+    one at a time, as DynamoDB applies them (moto's threaded server does not)."""
     client = dynamodb_client()
     update, one_at_a_time = client.update_item, threading.Lock()
 
@@ -191,19 +196,29 @@ def test_two_workers_racing_for_one_extraction_slot_run_it_once(
 
     monkeypatch.setattr(client, "update_item", serialised)
     start = threading.Barrier(2, timeout=10)
-    reports: list[Any] = []
+    results: list[Any] = []
 
-    def work() -> None:
+    def worker() -> None:
         start.wait()
-        reports.append(recall.extract(thread))
+        results.append(work())
 
-    workers = [threading.Thread(target=work) for _ in range(2)]
-    # When
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(20)
-    # Then exactly one ran
+    workers = [threading.Thread(target=worker) for _ in range(2)]
+    for each in workers:
+        each.start()
+    for each in workers:
+        each.join(20)
+    return results
+
+
+def test_two_workers_racing_for_one_consolidation_slot_run_it_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recall = Recall()
+    for n in range(5):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    recall.start_sessions(3)
+    job = ConsolidateJob(user_id=recall.user, project_id=recall.project)
+    reports = race(monkeypatch, lambda: recall.consolidation.run(job, NOW))
     assert sorted(report.ran for report in reports) == [False, True]
 
 
@@ -478,14 +493,13 @@ def test_the_fan_out_queues_one_job_per_due_user_and_project() -> None:
     assert ConsolidateJob(user_id=recall.user, project_id=recall.project) in recall.queue.jobs
 
 
-@pytest.fixture
-def counting() -> Iterator[Callable[[], list[str]]]:
-    operations: list[str] = []
-
-    def count(model: Any, **kwargs: Any) -> None:
-        operations.append(model.name)
-
-    events = dynamodb_client().meta.events
-    events.register("before-call.dynamodb", count)
-    yield lambda: operations
-    events.unregister("before-call.dynamodb", count)
+def test_consolidation_never_deletes_an_entry_the_user_changed_after_the_plan_read_it() -> None:
+    # Given an entry as a consolidation plan read it, then changed by the user
+    recall = Recall()
+    read = recall.write(entry("header_dark", "Keep the header dark."))
+    recall.write(entry("header_dark", "Keep the header navy."), NOW + SECOND)
+    # When consolidation retires what it read
+    retired = recall.memories.retire(recall.user, recall.project, read, "merge: test", NOW)
+    # Then the user's newer words stand
+    assert retired is False
+    assert recall.entries(NOW + SECOND)["header_dark"].value == "Keep the header navy."

@@ -62,6 +62,8 @@ class Settings(BaseSettings):
 
     # Background work
     memory_jobs_queue_url: str = ""
+    job_queue_timeout_seconds: int = 2
+    job_queue_max_attempts: int = 2
     extract_recent_messages: int = 20
     consolidate_min_value_chars: int = 12
     consolidate_prune_confidence: float = 0.6

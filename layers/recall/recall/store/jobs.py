@@ -7,10 +7,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import boto3
+from botocore.config import Config
 
 from recall.domain.jobs import AnyJob, job_body
 from recall.errors import Throttled
-from recall.settings import Settings
+from recall.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -20,8 +21,13 @@ SEND_BATCH_MAX = 10  # SQS's limit for SendMessageBatch
 
 @lru_cache(maxsize=1)
 def sqs_client() -> SQSClient:
-    """Made on first use, never at import, so tests can point it at moto first."""
-    return boto3.client("sqs")
+    """Made on first use, never at import, so tests can point it at moto first. Short
+    timeouts and few retries: a turn queues its jobs after answering's work is saved, and
+    waits for the queue no longer than it must."""
+    config = Config(
+        connect_timeout=1, read_timeout=2, retries={"mode": "standard", "max_attempts": 2}
+    )
+    return boto3.client("sqs", config=config)
 
 
 class JobQueue:
