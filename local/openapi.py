@@ -32,7 +32,7 @@ def document() -> dict[str, Any]:
         },
         "security": [{"jwt": []}],
     }
-    for function in sorted(template.code_dirs()):
+    for function in sorted({route.function for route in template.routes()}):
         app = runtime.handler_module(function).app
         schema = json.loads(app.get_openapi_json_schema(title="Recall", version="1"))
         for path, operations in schema.get("paths", {}).items():
