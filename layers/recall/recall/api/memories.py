@@ -80,6 +80,9 @@ class HistoryRecordView(View):
     new_value: str | None
     category: Category | None
     source: Source | None = Field(description="None for an expiry.")
+    reason: str | None = Field(
+        default=None, description="Why a background job changed (or kept) the entry."
+    )
     at: str
 
     @classmethod
@@ -90,6 +93,7 @@ class HistoryRecordView(View):
             new_value=record.new_value,
             category=record.category,
             source=record.source,
+            reason=record.reason,
             at=record.at,
         )
 
