@@ -11,7 +11,7 @@ from botocore.config import Config
 
 from recall.domain.jobs import AnyJob, job_body
 from recall.errors import Throttled
-from recall.settings import Settings, get_settings
+from recall.settings import Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
