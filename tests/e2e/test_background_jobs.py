@@ -30,13 +30,12 @@ from tests.e2e.conftest import Caller
 pytestmark = pytest.mark.e2e
 
 SHORT = {
-    "SESSION_IDLE_SECONDS": "2",
+    # Long enough for the worker to summarise a thread before its session goes idle.
+    "SESSION_IDLE_SECONDS": "3",
     "LOCAL_SCHEDULE_SECONDS": "1",
     "WINDOW_MESSAGES": "4",
     # The scheduled jobs read the due buckets of the current and the past hour only.
     "MAINTENANCE_LOOKBACK_HOURS": "1",
-    "EXTRACT_COOLDOWN_SECONDS": "1",
-    "CONSOLIDATE_MIN_SECONDS": "1",
 }
 START_SECONDS = 60  # a cold interpreter on a busy CI machine; usually two or three
 STORE_LINE = re.compile(r"Embedded DynamoDB and SQS on (http://127\.0\.0\.1:\d+)")
