@@ -9,9 +9,10 @@ DEPLOY_INSTALLED := $(DEPLOY_VENV)/.installed-$(shell cat requirements-deploy.tx
 PORT ?= 3000
 FUNCTION ?= ProjectsFunction
 EVENT ?= events/projects-list.json
+JOB ?= drain
 
 .DEFAULT_GOAL := help
-.PHONY: help install dev test unit lint format typecheck template-lint pytest invoke openapi \
+.PHONY: help install dev job test unit lint format typecheck template-lint pytest invoke openapi \
 	bench eval check-wheels install-deploy check-deploy lock clean
 
 help: ## List the targets
@@ -25,8 +26,12 @@ $(INSTALLED): requirements-dev.txt layers/recall/requirements.txt
 
 install: $(INSTALLED) ## Create .venv with the pinned requirements-dev.txt (again only when it changes)
 
-dev: install ## Serve the whole API on http://127.0.0.1:3000 (PORT=… to change)
+dev: install ## Serve the API on http://127.0.0.1:3000 (PORT=…), the worker and the schedules
 	PORT=$(PORT) $(PY) -m local.server
+
+# On the `make dev` listening on PORT (POST /_local/jobs/JOB), else on a fresh embedded store.
+job: install ## Run one job once: JOB=consolidate|prune-sessions|expire-memories|drain
+	PORT=$(PORT) $(PY) -m local.job $(JOB)
 
 test: install lint typecheck template-lint pytest ## Every check: ruff, mypy, cfn-lint, the tests (all but tests/deploy)
 

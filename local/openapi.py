@@ -1,4 +1,4 @@
-"""Writes the API's one OpenAPI document from every function's routes
+"""Writes the API's one OpenAPI document from every HTTP function's routes
 (``python -m local.openapi``). The projects function serves the file at /openapi.json;
 a test fails when it falls behind the code."""
 

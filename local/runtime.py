@@ -74,7 +74,8 @@ def invoke(function: str, event: dict[str, Any]) -> Any:
     with _instances_lock:
         instance = _instances.setdefault(function, threading.Lock())
     with instance:
-        return handler_module(function).lambda_handler(event, new_context(function))
+        context = new_context(function, template.function_timeout(function))
+        return handler_module(function).lambda_handler(event, context)
 
 
 def match_route(method: str, path: str) -> tuple[template.Route, dict[str, str]] | None:

@@ -1,6 +1,9 @@
 """The whole API on one machine (``make dev``): each HTTP request becomes the HTTP API
 (payload v2) event API Gateway would send, routed by ``template.yaml`` and handled by the
-real function code in-process, over the embedded DynamoDB.
+real function code in-process, over the embedded DynamoDB and SQS. Beside the API, the
+worker drains the memory jobs queue and the maintenance schedules run on a timer
+(``local/background.py``), and ``POST /_local/jobs/<job>`` runs one job at once (``make
+job``): a local-only route, not part of the API.
 
 Local auth mimics the JWT authorizer's outcomes (401 without a usable token, the ``sub``
 claim as the caller) but never checks a signature: anyone can mint a token, so this
@@ -24,6 +27,7 @@ from typing import Any
 import warnings
 
 from local import embedded, runtime, template
+from local.background import Background, job_names, run_job
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
@@ -31,6 +35,7 @@ NOT_FOUND = {"message": "Not Found"}
 BAD_REQUEST = {"message": "Bad Request"}
 UNAUTHORIZED = {"message": "Unauthorized"}
 INTERNAL_ERROR = {"message": "Internal Server Error"}
+LOCAL_JOBS = "/_local/jobs/"
 AUTH_WARNING = (
     "Local auth reads the JWT's sub claim WITHOUT checking its signature: "
     "for local use only, never expose this server."
@@ -126,9 +131,31 @@ class Reply:
         return cls(int(result["statusCode"]), headers, list(result.get("cookies") or []), raw)
 
 
-def handle(method: str, target: str, headers: dict[str, str], body: bytes | None) -> Reply:
-    """One request through API Gateway's steps: route, authorize, build the event, invoke."""
+def local_job(method: str, path: str, store: embedded.EmbeddedStore) -> Reply:
+    """``POST /_local/jobs/<job>``: one maintenance job or a drain of the queue, now, on
+    this server's store; 200 with its report. Local only: no token, never in the API."""
+    name = path.removeprefix(LOCAL_JOBS)
+    if method.upper() != "POST" or name not in job_names():
+        return Reply.of_json(404, {**NOT_FOUND, "jobs": job_names()})
+    try:
+        return Reply.of_json(200, run_job(name, store))
+    except Exception as exc:  # reported to the caller; the server goes on
+        traceback.print_exc()
+        return Reply.of_json(500, {**INTERNAL_ERROR, "error": repr(exc)})
+
+
+def handle(
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    store: embedded.EmbeddedStore | None = None,
+) -> Reply:
+    """One request through API Gateway's steps: route, authorize, build the event, invoke.
+    With ``store``, the local-only job route is served too."""
     path, _, query = target.partition("?")
+    if store is not None and path.startswith(LOCAL_JOBS):
+        return local_job(method, path, store)
     found = runtime.match_route(method, path)
     if found is None:
         return Reply.of_json(404, NOT_FOUND)
@@ -165,7 +192,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length = headers.get("content-length") or "0"
         if length.isdigit():
             body = self.rfile.read(int(length)) if int(length) else None
-            reply = handle(self.command, self.path, headers, body)
+            store = getattr(self.server, "store", None)
+            reply = handle(self.command, self.path, headers, body, store)
         else:
             self.close_connection = True
             reply = Reply.of_json(400, BAD_REQUEST)
@@ -189,14 +217,22 @@ class _RequestHandler(BaseHTTPRequestHandler):
         """Silenced: ``_serve`` prints one shorter line per request."""
 
 
+class _Server(ThreadingHTTPServer):
+    """The HTTP server, knowing the store its local-only job route works on."""
+
+    store: embedded.EmbeddedStore | None = None
+
+
 @dataclass
 class LocalApi:
-    """A running server, its thread and the store it uses (stopped with it if it owns it)."""
+    """A running server, its thread, the store it uses (stopped with it if it owns it) and,
+    for ``make dev``, the worker and schedules running beside it."""
 
     server: ThreadingHTTPServer
     thread: threading.Thread
     store: embedded.EmbeddedStore
     owns_store: bool
+    background: Background | None = None
 
     @property
     def url(self) -> str:
@@ -204,6 +240,8 @@ class LocalApi:
         return f"http://{host!s}:{port}"
 
     def stop(self) -> None:
+        if self.background is not None:
+            self.background.stop()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
@@ -211,21 +249,30 @@ class LocalApi:
             self.store.stop()
 
 
-def serve(port: int = 0, store: embedded.EmbeddedStore | None = None) -> LocalApi:
+def serve(
+    port: int = 0, store: embedded.EmbeddedStore | None = None, *, jobs: bool = False
+) -> LocalApi:
     """Serve on ``port`` (0 picks a free one) in a background thread, over ``store`` or, when
-    none is given, a newly started embedded store."""
+    none is given, a newly started embedded store. ``jobs`` also starts the worker draining
+    the queue and the schedules' timer (``make dev``); without it, nothing runs a job until
+    ``POST /_local/jobs/<job>`` asks."""
     owns_store = store is None
     active = store or embedded.start()
     try:
-        server = ThreadingHTTPServer((HOST, port), _RequestHandler)
+        server = _Server((HOST, port), _RequestHandler)
     except OSError:
         if owns_store:
             active.stop()
         raise
     server.daemon_threads = True
+    server.store = active
     thread = threading.Thread(target=server.serve_forever, name="recall-local-api", daemon=True)
     thread.start()
-    return LocalApi(server, thread, active, owns_store)
+    api = LocalApi(server, thread, active, owns_store)
+    if jobs:
+        api.background = Background(active)
+        api.background.start()
+    return api
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
@@ -242,12 +289,21 @@ def main() -> int:
     warnings.filterwarnings("ignore", message="No application metrics")
     print(AUTH_WARNING, flush=True)
     try:
-        api = serve(port)
+        api = serve(port, jobs=True)
     except OSError as exc:
         print(f"cannot listen on {HOST}:{port}: {exc.strerror}; set PORT", file=sys.stderr)
         return 1
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, _stop)
+    assert api.background is not None
+    timer = api.background.schedule_seconds
+    print(
+        f"Embedded DynamoDB and SQS on {api.store.endpoint}; the worker drains "
+        f"{', '.join(poller.queue.name for poller in api.background.pollers)}; schedules "
+        + (f"every {timer:g} s (LOCAL_SCHEDULE_SECONDS)" if timer > 0 else "off")
+        + f"; one job now: make job JOB=<{'|'.join(job_names())}>",
+        flush=True,
+    )
     print(
         f"Recall API ready on {api.url} (Ctrl-C stops) - try: "
         f"curl -H 'Authorization: Bearer {demo_token('demo-user')}' {api.url}/projects",

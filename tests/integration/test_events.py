@@ -1,10 +1,13 @@
 """Every sample event in ``events/`` reaches its handler's success path against the seeded
-demo project, and every HTTP route and function in ``template.yaml`` has one. A file's
-name says its function: the part before the first ``-`` is the function's ``CodeUri``
-directory."""
+demo project, and every HTTP route, queue event source, schedule and function in
+``template.yaml`` has one. A file's name says its function: the part before the first ``-``
+is the function's ``CodeUri`` directory. Three kinds of event, told apart by their shape:
+the HTTP API's (payload v2), the SQS event Lambda's event source sends (``Records``), and
+a schedule's ``Input`` as EventBridge Scheduler sends it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -15,12 +18,34 @@ from typing import Any
 import pytest
 
 from local import embedded, runtime, template
-from local.seed import DEMO_USER, DemoIds, seed_demo
+from local.seed import DEMO_USER, DemoIds, demo_ids, seed_demo
+from recall.domain.jobs import job_of
 
 EVENTS = template.ROOT / "events"
 EVENT_FILES = sorted(EVENTS.glob("*.json"))
 
-# The status each event answers over the seeded demo project. Creates are 201 and deletes
+
+def load(event_file: Path) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads(event_file.read_text())
+    return event
+
+
+def kind_of(event: dict[str, Any]) -> str:
+    """``http``, ``sqs`` or ``schedule``, by the event's shape."""
+    if event.get("version") == "2.0" and "routeKey" in event:
+        return "http"
+    if "Records" in event:
+        return "sqs"
+    return "schedule"
+
+
+def of_kind(kind: str) -> list[Path]:
+    return [path for path in EVENT_FILES if kind_of(load(path)) == kind]
+
+
+HTTP_FILES, SQS_FILES, SCHEDULE_FILES = of_kind("http"), of_kind("sqs"), of_kind("schedule")
+
+# The status each HTTP event answers over the seeded demo project. Creates are 201 and deletes
 # 204; the two PUTs answer 200 because the seed already holds what they set (the memory
 # entry, and the member as a viewer whom the event makes an editor); a chat turn and
 # clear-context are actions, not creates, so 200.
@@ -57,11 +82,6 @@ def function_of(event_file: Path) -> str:
     return by_directory[directory]
 
 
-def load(event_file: Path) -> dict[str, Any]:
-    event: dict[str, Any] = json.loads(event_file.read_text())
-    return event
-
-
 @pytest.fixture(autouse=True)
 def demo(embedded_store: embedded.EmbeddedStore) -> DemoIds:
     """What the events name, there before each event: a delete event removes its thread,
@@ -69,9 +89,8 @@ def demo(embedded_store: embedded.EmbeddedStore) -> DemoIds:
     return seed_demo()
 
 
-def invoke(event_file: Path) -> dict[str, Any]:
-    response: dict[str, Any] = runtime.invoke(function_of(event_file), load(event_file))
-    return response
+def invoke(event_file: Path) -> Any:
+    return runtime.invoke(function_of(event_file), load(event_file))
 
 
 def test_events_cover_every_function_in_the_template() -> None:
@@ -84,9 +103,9 @@ def test_events_cover_every_function_in_the_template() -> None:
     assert not missing, f"functions without a sample event in events/: {missing}"
 
 
-def test_every_event_file_has_its_expected_status() -> None:
+def test_every_http_event_file_has_its_expected_status() -> None:
     # Given
-    files = {path.name for path in EVENT_FILES}
+    files = {path.name for path in HTTP_FILES}
     # When
     unlisted = sorted(files - set(EXPECTED_STATUS))
     stale = sorted(set(EXPECTED_STATUS) - files)
@@ -102,16 +121,25 @@ def test_event_file_reaches_its_success_path(event_file: Path) -> None:
     assert (template.code_dirs()[function] / "app.py").is_file(), (
         f"{event_file.name} targets {function}, which has no app.py"
     )
+    event = load(event_file)
     # When
     response = invoke(event_file)
     # Then
-    assert response["statusCode"] == EXPECTED_STATUS[event_file.name], response
-    if response["statusCode"] == 204:
-        assert not response.get("body"), response
+    if kind_of(event) == "sqs":  # every record done: nothing for the queue to retry
+        assert isinstance(response, dict), response
+        assert response.get("batchItemFailures") in (None, []), response
+    elif kind_of(event) == "schedule":  # the maintenance report names the job it ran
+        assert isinstance(response, dict), response
+        assert response["job"] == event["job"], response
+        assert {"read", "changed"} <= set(response), response
     else:
-        body = json.loads(response["body"])
-        assert isinstance(body, dict), body
-        assert "error" not in body, body
+        assert response["statusCode"] == EXPECTED_STATUS[event_file.name], response
+        if response["statusCode"] == 204:
+            assert not response.get("body"), response
+        else:
+            body = json.loads(response["body"])
+            assert isinstance(body, dict), body
+            assert "error" not in body, body
 
 
 def test_seeding_again_changes_nothing_the_events_read() -> None:
@@ -143,12 +171,20 @@ def test_an_event_that_deletes_finds_its_item_again_after_reseeding() -> None:
     assert actions[-3:] == ["deleted", "created", "deleted"]
 
 
-def test_make_invoke_prints_only_the_response_on_stdout() -> None:
+@pytest.mark.parametrize(
+    "event_file",
+    [
+        EVENTS / "projects-remove-member.json",
+        *SQS_FILES[:1],
+        *[path for path in SCHEDULE_FILES if path.name == "maintenance-expire-memories.json"],
+    ],
+    ids=lambda path: path.name,
+)
+def test_make_invoke_prints_only_the_response_on_stdout(event_file: Path) -> None:
     """``make invoke`` output is meant to be piped, so logs must stay on stderr. It runs
     with a shell's environment: none of the AWS or Powertools variables this test session
     set (its WARNING log level would hide the INFO lines that must not reach stdout)."""
     # Given
-    event_file = EVENTS / "projects-remove-member.json"
     shell = {
         name: value
         for name, value in os.environ.items()
@@ -166,10 +202,16 @@ def test_make_invoke_prints_only_the_response_on_stdout() -> None:
     )
     # Then
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["statusCode"] == EXPECTED_STATUS[event_file.name], run.stdout
+    response = json.loads(run.stdout)
+    if event_file in SQS_FILES:
+        assert response.get("batchItemFailures") in (None, []), run.stdout
+    elif event_file in SCHEDULE_FILES:
+        assert response["job"] == load(event_file)["job"], run.stdout
+    else:
+        assert response["statusCode"] == EXPECTED_STATUS[event_file.name], run.stdout
 
 
-@pytest.mark.parametrize("event_file", EVENT_FILES, ids=lambda path: path.name)
+@pytest.mark.parametrize("event_file", HTTP_FILES, ids=lambda path: path.name)
 def test_event_file_is_the_event_api_gateway_sends_for_its_route(event_file: Path) -> None:
     # Given
     event = load(event_file)
@@ -197,7 +239,7 @@ def test_event_file_is_the_event_api_gateway_sends_for_its_route(event_file: Pat
 
 def test_every_http_route_in_the_template_has_an_event_file() -> None:
     # Given
-    covered = {load(path)["routeKey"] for path in EVENT_FILES}
+    covered = {load(path)["routeKey"] for path in HTTP_FILES}
     # When
     missing = sorted(
         f"{route.route_key} ({route.function})"
@@ -206,3 +248,57 @@ def test_every_http_route_in_the_template_has_an_event_file() -> None:
     )
     # Then
     assert not missing, f"routes without a sample event in events/: {missing}"
+
+
+@pytest.mark.parametrize("event_file", SQS_FILES, ids=lambda path: path.name)
+def test_sqs_event_file_is_what_lambda_sends_from_the_functions_queue(event_file: Path) -> None:
+    # Given
+    sources = {source.function: source for source in template.queue_sources()}
+    function = function_of(event_file)
+    # When
+    records = load(event_file)["Records"]
+    # Then: shaped like `sam local generate-event sqs receive-message`, from the queue the
+    # function's SQS event names (locally named after its logical id)
+    assert function in sources, f"{event_file.name}: {function} has no SQS event in the template"
+    assert 1 <= len(records) <= sources[function].batch_size
+    ids = demo_ids()
+    for record in records:
+        assert record["eventSource"] == "aws:sqs"
+        assert record["eventSourceARN"].split(":")[-1] == sources[function].queue
+        assert record["messageId"] and record["receiptHandle"]
+        assert int(record["attributes"]["ApproximateReceiveCount"]) >= 1
+        assert record["md5OfBody"] == hashlib.md5(record["body"].encode()).hexdigest()  # noqa: S324
+        job = job_of(record["body"])  # a job the worker reads, for the seeded demo thread
+        assert (job.user_id, job.project_id) == (DEMO_USER, ids.project_id)
+        assert getattr(job, "conversation_id", ids.conversation_id) == ids.conversation_id
+
+
+@pytest.mark.parametrize("event_file", SCHEDULE_FILES, ids=lambda path: path.name)
+def test_schedule_event_file_is_a_schedules_input_in_the_template(event_file: Path) -> None:
+    # Given
+    function = function_of(event_file)
+    inputs = [schedule.input for schedule in template.schedules() if schedule.function == function]
+    # When
+    event = load(event_file)
+    # Then: exactly what EventBridge Scheduler sends, in a file named after its job
+    assert event in inputs, f"{event_file.name} is none of {function}'s schedule inputs {inputs}"
+    assert event_file.name == f"{event_file.name.split('-', 1)[0]}-{event['job']}.json"
+
+
+def test_every_schedule_and_queue_event_source_has_an_event_file() -> None:
+    # Given
+    schedule_events = [(function_of(path), load(path)) for path in SCHEDULE_FILES]
+    queue_functions = {function_of(path) for path in SQS_FILES}
+    # When
+    missing = [
+        f"{schedule.function} {schedule.event} {schedule.input}"
+        for schedule in template.schedules()
+        if (schedule.function, schedule.input) not in schedule_events
+    ] + [
+        f"{source.function} SQS {source.queue}"
+        for source in template.queue_sources()
+        if source.function not in queue_functions
+    ]
+    # Then
+    assert template.schedules() and template.queue_sources()
+    assert not missing, f"event sources without a sample event in events/: {missing}"

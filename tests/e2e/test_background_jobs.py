@@ -1,0 +1,206 @@
+"""The background work of ``make dev``, end to end: ``python -m local.server`` in a
+subprocess with every duration shortened through its environment, driven over real HTTP.
+The schedules' timer prunes an idle session and expires a memory entry, and the worker
+draining the queue writes a thread's rolling summary; ``make job`` reaches the same server.
+
+What has no API route (a session) is read from the embedded store whose endpoint the
+server prints when it starts. Every wait has a deadline of a few seconds, and the server is
+always terminated (killed if it will not stop)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+import uuid
+
+import boto3
+import pytest
+
+from local import embedded, template
+from tests.e2e.conftest import Caller
+
+pytestmark = pytest.mark.e2e
+
+SHORT = {
+    # Long enough for the worker to summarise a thread before its session goes idle.
+    "SESSION_IDLE_SECONDS": "3",
+    "LOCAL_SCHEDULE_SECONDS": "1",
+    "WINDOW_MESSAGES": "4",
+    # The scheduled jobs read the due buckets of the current and the past hour only.
+    "MAINTENANCE_LOOKBACK_HOURS": "1",
+}
+START_SECONDS = 60  # a cold interpreter on a busy CI machine; usually two or three
+STORE_LINE = re.compile(r"Embedded DynamoDB and SQS on (http://127\.0\.0\.1:\d+)")
+
+
+@dataclass
+class DevServer:
+    """A running ``python -m local.server`` and everything it has printed so far."""
+
+    process: subprocess.Popen[str]
+    url: str
+    store: str
+    lines: list[str]
+
+
+def wait_for(check: Callable[[], Any], seconds: float, what: str) -> Any:
+    """``check()``'s first truthy value, polled until a deadline; fails the test after it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {seconds} s: {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def dev_server() -> Iterator[DevServer]:
+    port = embedded.free_port()
+    shell = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "local.server"],
+        cwd=template.ROOT,
+        env={**shell, **SHORT, "PORT": str(port)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    stdout = process.stdout
+    seen: list[str] = []  # every line, appended by the pump for as long as the server runs
+    ready = threading.Event()
+
+    def pump() -> None:
+        for line in stdout:
+            seen.append(line)
+            if "ready" in line:
+                ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        if not ready.wait(START_SECONDS):
+            pytest.fail(f"no ready line within {START_SECONDS} s: {seen}")
+        store = next(found[1] for line in list(seen) if (found := STORE_LINE.search(line)))
+        yield DevServer(process, f"http://127.0.0.1:{port}", store, seen)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+    assert process.returncode == 0, "".join(seen[-40:])
+
+
+@pytest.fixture
+def user(dev_server: DevServer) -> Caller:
+    return Caller(dev_server.url, f"user-{uuid.uuid4().hex[:12]}")
+
+
+def new_project(user: Caller) -> str:
+    created = user.post("/projects", {"name": "Corner Shop"})
+    assert created.status == 201, created
+    project: str = created.body["id"]
+    return project
+
+
+def chat(user: Caller, project: str, message: str, thread: str | None = None) -> str:
+    body = {"message": message} | ({"conversationId": thread} if thread else {})
+    turn = user.post(f"/projects/{project}/chat", body)
+    assert turn.status == 200, turn
+    conversation: str = turn.body["conversation"]["id"]
+    return conversation
+
+
+def test_a_session_idle_past_session_idle_seconds_is_pruned(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given: a thread with a session, read from the embedded store the server printed
+    sessions = boto3.client("dynamodb", endpoint_url=dev_server.store, region_name="us-east-1")
+    project = new_project(user)
+    thread = chat(user, project, "Hello there")
+    key = {"thread": {"S": f"{user.sub}#{project}#{thread}"}}
+
+    def session_exists() -> bool:
+        return "Item" in sessions.get_item(TableName="SessionsTable", Key=key)
+
+    assert session_exists()
+    # When: nothing touches the thread for longer than SESSION_IDLE_SECONDS
+    # Then: the prune-sessions schedule deletes it; the thread itself stays
+    wait_for(lambda: not session_exists(), 10, "the idle session pruned")
+    assert user.get(f"/projects/{project}/conversations/{thread}").status == 200
+    assert any("prune-sessions" in line for line in dev_server.lines)
+
+
+def test_a_memory_entry_past_its_expiry_gets_an_expired_record(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given
+    project = new_project(user)
+    expires = datetime.now(UTC) + timedelta(seconds=2)
+    put = user.put(
+        f"/projects/{project}/memories/launch_date",
+        {"value": "Launch on Friday", "category": "context", "expiresAt": expires.isoformat()},
+    )
+    assert put.status == 201, put
+    history = f"/projects/{project}/memories/launch_date/history"
+
+    def actions() -> list[str]:
+        return [record["action"] for record in user.get(history).body["history"]]
+
+    assert actions() == ["created"]
+    # When: the expiry passes and the expire-memories schedule runs
+    # Then
+    wait_for(lambda: "expired" in actions(), 12, "an expired record in the history")
+    assert actions() == ["created", "expired"]
+
+
+def test_a_thread_longer_than_the_window_gets_a_rolling_summary(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given: WINDOW_MESSAGES=4, so the third turn's six messages push two out of the window
+    project = new_project(user)
+    thread = chat(user, project, "We sell handmade candles in Lisbon.")
+    context = f"/projects/{project}/conversations/{thread}/context"
+    chat(user, project, "Our shop opens at nine every morning.", thread)
+    assert user.get(context).body["summary"] == ""
+    # When
+    chat(user, project, "We ship only within Portugal.", thread)
+    # Then: the turn queued a summary job, and the worker draining the queue folded it
+    summary = wait_for(lambda: user.get(context).body["summary"], 10, "a summary")
+    assert "candles" in summary
+    assert any("SQS MemoryJobsQueue -> WorkerFunction" in line for line in dev_server.lines)
+
+
+def test_make_job_reaches_the_running_server(dev_server: DevServer) -> None:
+    # When
+    port = dev_server.url.rsplit(":", 1)[1]
+    run = subprocess.run(
+        [sys.executable, "-m", "local.job", "drain"],
+        cwd=template.ROOT,
+        env={**os.environ, "PORT": port},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    # Then
+    assert run.returncode == 0, run.stderr
+    assert f"on the running server at {dev_server.url}" in run.stderr
+    assert '"job": "drain"' in run.stdout
+    assert '"empty": true' in run.stdout
+    wait_for(
+        lambda: any("POST /_local/jobs/drain 200" in line for line in dev_server.lines),
+        5,
+        "the server's log line for the job",
+    )
