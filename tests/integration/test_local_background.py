@@ -18,7 +18,8 @@ from local import embedded, runtime, template
 from local.background import Background, QueuePoller, failed_ids, run_job
 from local.seed import grow_thread
 from recall.domain.ids import new_id
-from recall.domain.jobs import SummarizeJob, job_body
+from recall.domain.jobs import ExtractJob, SummarizeJob, job_body
+from recall.wiring import job_runner
 from tests.integration.conftest import Api
 
 WORKER = "WorkerFunction"
@@ -264,3 +265,42 @@ def _no_leftover_threads() -> Iterator[None]:
         if thread.name.startswith("recall-local-") and thread.is_alive()
     ]
     assert not leftover, leftover
+
+
+def test_a_failing_extraction_leaves_the_turn_as_answered_and_is_dead_lettered(
+    poller: QueuePoller,
+    sqs: Any,
+    embedded_store: embedded.EmbeddedStore,
+    alice: Api,
+    make_project: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a worker whose extraction fails every time (the store down, a bug…)
+    runner = job_runner()
+    real_run = runner.run
+
+    def failing(job: Any, now: Any = None) -> None:
+        if isinstance(job, ExtractJob):
+            raise RuntimeError("extraction broke")
+        real_run(job, now)
+
+    monkeypatch.setattr(runner, "run", failing)
+    # And a thread whose latest turn queued an extraction
+    project = make_project(alice)
+    thread = alice.post(f"/projects/{project}/chat", {"message": "hello"}).body["conversation"]
+    for text in ("what can you do?", "Always keep the header dark."):
+        reply = alice.post(
+            f"/projects/{project}/chat", {"message": text, "conversationId": thread["id"]}
+        )
+        assert reply.status == 200, reply
+    before = alice.get(f"/projects/{project}/conversations/{thread['id']}").body
+    # When the worker drains the queue
+    drained, empty = poller.drain(deadline_seconds=15)
+    # Then the extraction was tried three times and waits in the dead-letter queue
+    assert empty and drained.failed == 3
+    dead_letter_url = embedded_store.queues["MemoryJobsDeadLetterQueue"].url
+    dead = sqs.receive_message(QueueUrl=dead_letter_url, MaxNumberOfMessages=10)["Messages"]
+    assert [json.loads(message["Body"])["kind"] for message in dead] == ["extract"]
+    # And the thread is exactly as the turn left it
+    assert alice.get(f"/projects/{project}/conversations/{thread['id']}").body == before
+    assert before["messages"][-1]["id"] == reply.body["message"]["id"]

@@ -71,8 +71,9 @@ class Settings(BaseSettings):
     summary_point_max_chars: int = 300
     summary_max_tokens: int = 800
     summary_fold_max_messages: int = 200
-    # Scheduled jobs read the due buckets of this many past hours (TTL is the backstop).
-    maintenance_lookback_hours: int = 48
+    # Scheduled jobs read the due buckets of this many past hours: the hourly jobs catch up
+    # on a few missed runs, and DynamoDB's TTL is the backstop for anything older.
+    maintenance_lookback_hours: int = 6
     # make dev runs the schedules every this many seconds.
     local_schedule_seconds: int = 60
 
