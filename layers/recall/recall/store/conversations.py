@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 BY_RECENCY = "byRecency"
+_LIVE = "attribute_exists(#sk) AND attribute_not_exists(#deleting)"
+_LIVE_NAMES = {"#sk": "conversationId", "#deleting": "deleting"}
 LIVE = "L#"
 ARCHIVED = "A#"
 DELETING = "D#"
@@ -149,40 +151,27 @@ class ConversationStore:
 
     def update(self, conversation: Conversation) -> Conversation:
         """Write a thread's title, archive flag and updatedAt (which moves it in its list)."""
-        try:
-            self.client.update_item(
-                TableName=self._table,
-                Key=conversation_key(
-                    conversation.user_id, conversation.project_id, conversation.conversation_id
+        self._update_live(
+            conversation.user_id,
+            conversation.project_id,
+            conversation.conversation_id,
+            "SET #title = :title, #archived = :archived, #updatedAt = :updatedAt,"
+            " #recency = :recency",
+            {
+                "#title": "title",
+                "#archived": "archived",
+                "#updatedAt": "updatedAt",
+                "#recency": "recency",
+            },
+            {
+                ":title": conversation.title,
+                ":archived": conversation.archived,
+                ":updatedAt": conversation.updated_at,
+                ":recency": recency(
+                    conversation.archived, conversation.updated_at, conversation.conversation_id
                 ),
-                UpdateExpression=(
-                    "SET #title = :title, #archived = :archived, #updatedAt = :updatedAt,"
-                    " #recency = :recency"
-                ),
-                ConditionExpression="attribute_exists(#sk) AND attribute_not_exists(#deleting)",
-                ExpressionAttributeNames={
-                    "#sk": "conversationId",
-                    "#deleting": "deleting",
-                    "#title": "title",
-                    "#archived": "archived",
-                    "#updatedAt": "updatedAt",
-                    "#recency": "recency",
-                },
-                ExpressionAttributeValues={
-                    ":title": to_value(conversation.title),
-                    ":archived": to_value(conversation.archived),
-                    ":updatedAt": to_value(conversation.updated_at),
-                    ":recency": to_value(
-                        recency(
-                            conversation.archived,
-                            conversation.updated_at,
-                            conversation.conversation_id,
-                        )
-                    ),
-                },
-            )
-        except ClientError as exc:
-            raise _missing_if_conflict(exc) from exc
+            },
+        )
         return conversation
 
     def turn_update_request(
@@ -199,10 +188,9 @@ class ConversationStore:
                 "SET #updatedAt = :updatedAt, #recency = :recency, #model = :model"
                 " ADD #messageCount :added, #turnCount :one"
             ),
-            "ConditionExpression": "attribute_exists(#sk) AND attribute_not_exists(#deleting)",
+            "ConditionExpression": _LIVE,
             "ExpressionAttributeNames": {
-                "#sk": "conversationId",
-                "#deleting": "deleting",
+                **_LIVE_NAMES,
                 "#updatedAt": "updatedAt",
                 "#recency": "recency",
                 "#model": "model",
@@ -224,40 +212,51 @@ class ConversationStore:
         self, user_id: str, project_id: str, conversation_id: str, added: int
     ) -> None:
         """Count messages saved outside a turn (seeded or backfilled) on their thread."""
-        try:
-            self.client.update_item(
-                TableName=self._table,
-                Key=conversation_key(user_id, project_id, conversation_id),
-                UpdateExpression="ADD #messageCount :added",
-                ConditionExpression="attribute_exists(#sk) AND attribute_not_exists(#deleting)",
-                ExpressionAttributeNames={
-                    "#sk": "conversationId",
-                    "#deleting": "deleting",
-                    "#messageCount": "messageCount",
-                },
-                ExpressionAttributeValues={":added": to_value(added)},
-            )
-        except ClientError as exc:
-            raise _missing_if_conflict(exc) from exc
+        self._update_live(
+            user_id,
+            project_id,
+            conversation_id,
+            "ADD #messageCount :added",
+            {"#messageCount": "messageCount"},
+            {":added": added},
+        )
 
     def mark_cleared(
         self, user_id: str, project_id: str, conversation_id: str, marker: str
     ) -> None:
-        """The durable copy of the clear-context marker, which outlives a pruned session."""
+        """The durable copy of the clear-context marker, which outlives a pruned session; the
+        rolling summary starts again after it."""
+        self._update_live(
+            user_id,
+            project_id,
+            conversation_id,
+            "SET #clearedAfter = :marker REMOVE #summary, #summaryThrough",
+            {
+                "#clearedAfter": "clearedAfter",
+                "#summary": "summary",
+                "#summaryThrough": "summaryThrough",
+            },
+            {":marker": marker},
+        )
+
+    def _update_live(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str,
+        expression: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+    ) -> None:
+        """One update of a thread that exists and is not being deleted; else NotFound."""
         try:
             self.client.update_item(
                 TableName=self._table,
                 Key=conversation_key(user_id, project_id, conversation_id),
-                UpdateExpression="SET #clearedAfter = :marker REMOVE #summary, #summaryThrough",
-                ConditionExpression="attribute_exists(#sk) AND attribute_not_exists(#deleting)",
-                ExpressionAttributeNames={
-                    "#sk": "conversationId",
-                    "#deleting": "deleting",
-                    "#clearedAfter": "clearedAfter",
-                    "#summary": "summary",
-                    "#summaryThrough": "summaryThrough",
-                },
-                ExpressionAttributeValues={":marker": to_value(marker)},
+                UpdateExpression=expression,
+                ConditionExpression=_LIVE,
+                ExpressionAttributeNames={**_LIVE_NAMES, **names},
+                ExpressionAttributeValues={name: to_value(value) for name, value in values.items()},
             )
         except ClientError as exc:
             raise _missing_if_conflict(exc) from exc
@@ -267,14 +266,13 @@ class ConversationStore:
         over the summary this job read and within the same clear-context period: ``False``
         when another job or a clear got there first (the next job starts from theirs)."""
         names = {
-            "#sk": "conversationId",
-            "#deleting": "deleting",
+            **_LIVE_NAMES,
             "#summary": "summary",
             "#summaryThrough": "summaryThrough",
             "#clearedAfter": "clearedAfter",
         }
         values: dict[str, Any] = {":text": to_value(text), ":through": to_value(through)}
-        conditions = ["attribute_exists(#sk)", "attribute_not_exists(#deleting)"]
+        conditions = [_LIVE]
         if conversation.summary_through is None:
             conditions.append("attribute_not_exists(#summaryThrough)")
         else:
