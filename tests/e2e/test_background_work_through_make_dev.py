@@ -25,6 +25,7 @@ import boto3
 import pytest
 
 from local import embedded, template
+from recall.store.sessions import session_key
 from tests.e2e.conftest import Caller
 
 pytestmark = pytest.mark.e2e
@@ -129,7 +130,7 @@ def test_a_session_idle_past_session_idle_seconds_is_pruned(
     sessions = boto3.client("dynamodb", endpoint_url=dev_server.store, region_name="us-east-1")
     project = new_project(user)
     thread = chat(user, project, "Hello there")
-    key = {"thread": {"S": f"{user.sub}#{project}#{thread}"}}
+    key = session_key(user.sub or "", project, thread)
 
     def session_exists() -> bool:
         return "Item" in sessions.get_item(TableName="SessionsTable", Key=key)
