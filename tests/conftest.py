@@ -7,9 +7,10 @@ Each test isolates itself with fresh user and project ids."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 import os
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,3 +26,16 @@ def embedded_store() -> Iterator[EmbeddedStore]:
 
     with embedded.running() as store:
         yield store
+
+
+def wait_for(check: Callable[[], Any], seconds: float, what: str) -> Any:
+    """``check()``'s first truthy value, polled until a deadline; fails the test after it,
+    so no wait on background work can hang a run."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {seconds} s: {what}")
+        time.sleep(0.1)

@@ -9,7 +9,7 @@ always terminated (killed if it will not stop)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 import os
@@ -17,8 +17,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
-from typing import Any
 import uuid
 
 import boto3
@@ -26,6 +24,7 @@ import pytest
 
 from local import embedded, template
 from recall.store.sessions import session_key
+from tests.conftest import wait_for
 from tests.e2e.conftest import Caller
 
 pytestmark = pytest.mark.e2e
@@ -50,18 +49,6 @@ class DevServer:
     url: str
     store: str
     lines: list[str]
-
-
-def wait_for(check: Callable[[], Any], seconds: float, what: str) -> Any:
-    """``check()``'s first truthy value, polled until a deadline; fails the test after it."""
-    deadline = time.monotonic() + seconds
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {seconds} s: {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")

@@ -20,21 +20,10 @@ from local.seed import grow_thread
 from recall.domain.ids import new_id
 from recall.domain.jobs import ExtractJob, SummarizeJob, job_body
 from recall.wiring import job_runner
+from tests.conftest import wait_for
 from tests.integration.conftest import Api
 
 WORKER = "WorkerFunction"
-
-
-def wait_for(check: Callable[[], Any], seconds: float, what: str) -> Any:
-    """``check()``'s first truthy value, polled until a deadline; fails the test after it."""
-    deadline = time.monotonic() + seconds
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {seconds} s: {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture
