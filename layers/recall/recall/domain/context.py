@@ -1,4 +1,4 @@
-"""Assembling what the model receives for a turn, in DESIGN.md's order: system text, tool
+"""Assembling what the model receives for a turn, in the product's order: system text, tool
 instructions, the memory block, project context, the rolling summary, the window, the new
 message. The turn and the context preview both call ``assemble``, so the preview is exact."""
 
