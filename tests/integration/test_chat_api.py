@@ -278,11 +278,30 @@ def test_a_retried_request_with_the_same_idempotency_key_stores_nothing_twice(
     assert len(alice.get(f"/projects/{project}/conversations").body["conversations"]) == 1
     reused = alice.post(f"/projects/{project}/chat", {"message": "other"}, headers=headers)
     assert reused.status == 422
-    # The same key from another user is their own request
+    # The same key in another project is another request
     other = make_project(alice)
     assert (
         alice.post(f"/projects/{other}/chat", {"message": "hello"}, headers=headers).status == 200
     )
+
+
+def test_another_member_sending_the_same_idempotency_key_and_body_gets_their_own_turn(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given alice and an editor of her project, bob
+    project = make_project(alice, {bob: "editor"})
+    headers = {"Idempotency-Key": "shared-key"}
+    mine = alice.post(f"/projects/{project}/chat", {"message": "hello"}, headers=headers)
+    # When bob sends the same key and body to the same project
+    theirs = bob.post(f"/projects/{project}/chat", {"message": "hello"}, headers=headers)
+    # Then bob's request runs as his own turn, in his own thread
+    assert mine.status == theirs.status == 200
+    assert theirs.body["conversation"]["id"] != mine.body["conversation"]["id"]
+    assert theirs.body["conversation"]["created"] is True
+    listed = bob.get(f"/projects/{project}/conversations").body["conversations"]
+    assert [c["id"] for c in listed] == [theirs.body["conversation"]["id"]]
+    thread = theirs.body["conversation"]["id"]
+    assert len(bob.get(f"/projects/{project}/conversations/{thread}").body["messages"]) == 2
 
 
 class Barrier:
