@@ -18,9 +18,10 @@ from recall.api.chat import (
     recorded,
     replayed,
 )
+from recall.domain.access import Role
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
-from recall.wiring import chat_service, context_service
+from recall.wiring import chat_service, context_service, project_access
 
 app = new_resolver()
 
@@ -39,6 +40,7 @@ def chat(projectId: str, body: ChatRequest) -> ChatReply:
                 user_id, projectId, body.message, body.conversation_id, body.model
             )
         ),
+        lambda: project_access().require(user_id, projectId, Role.EDITOR),
     )
     reply = replayed(answer)
     logger.info(

@@ -304,6 +304,23 @@ def test_another_member_sending_the_same_idempotency_key_and_body_gets_their_own
     assert len(bob.get(f"/projects/{project}/conversations/{thread}").body["messages"]) == 2
 
 
+def test_a_member_removed_since_their_first_request_gets_403_not_the_recorded_reply(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given bob's turn was answered and recorded under his key
+    project = make_project(alice, {bob: "editor"})
+    headers = {"Idempotency-Key": "retry-after-removal"}
+    first = bob.post(f"/projects/{project}/chat", {"message": "hello"}, headers=headers)
+    assert first.status == 200
+    # And then alice removed him from the project
+    assert alice.delete(f"/projects/{project}/members/{bob.sub}").status == 204
+    # When he retries with the same key and body
+    retried = bob.post(f"/projects/{project}/chat", {"message": "hello"}, headers=headers)
+    # Then he is refused, not answered from the record
+    assert retried.status == 403, retried
+    assert "conversation" not in (retried.body or {})
+
+
 class Barrier:
     """Lets two turns read the same session before either saves."""
 

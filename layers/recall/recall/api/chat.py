@@ -161,9 +161,12 @@ def answer_once(
     scope: dict[str, str],
     payload: dict[str, Any],
     produce: Callable[[], Answer],
+    authorise: Callable[[], object],
 ) -> Answer:
     """``produce`` once per caller, project and ``Idempotency-Key``: a retry gets the first
-    answer (a failed turn's too, since its messages were saved) and stores nothing twice."""
+    answer (a failed turn's too, since its messages were saved) and stores nothing twice.
+    With a key, ``authorise`` runs before the record is read, so a caller who lost their
+    role since is refused rather than answered from it."""
     if not idempotency_key:
         return produce()
     if len(idempotency_key) > 255:
@@ -171,6 +174,7 @@ def answer_once(
             "An Idempotency-Key is at most 255 characters.",
             [{"field": "Idempotency-Key", "message": "at most 255 characters"}],
         )
+    authorise()
     config = IdempotencyConfig(
         event_key_jmespath="[user, project, key]",
         payload_validation_jmespath="payload",
