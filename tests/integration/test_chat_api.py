@@ -659,3 +659,38 @@ def test_an_editors_context_value_cannot_forge_a_memory_block_in_a_collaborators
         assert "header dark" in memory and "x: y" not in memory
     assert preview.body["projectContext"].count("\n") == 3  # open, name, note, close
 
+
+class ScopelessSave:
+    """A model that saves a preference without saying its scope, then answers."""
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        if request.messages[-1].tool_results:
+            return ModelReply(text="Noted.", stop_reason="end_turn")
+        call = ToolCall(
+            id="t1",
+            name="save_preference",
+            input={"key": "palette", "value": "earthy greens", "category": "preferences"},
+        )
+        return ModelReply(tool_calls=[call], stop_reason="tool_use")
+
+
+def test_a_saved_preference_without_a_scope_is_persistent(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None]
+) -> None:
+    # Given a model that omits the scope
+    use_provider(ScopelessSave())
+    project = make_project(alice)
+    # When
+    reply = say(alice, project, "Use an earthy green palette")
+    # Then the entry is saved for the whole project, not the thread
+    assert reply.status == 200, reply
+    assert [(m["key"], m["scope"]) for m in reply.body["memoriesSaved"]] == [
+        ("palette", "persistent")
+    ]
+    listed = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert [(m["key"], m["scope"]) for m in listed] == [("palette", "persistent")]
+    # And it reaches a brand new thread's prompt
+    recording = Recorder()
+    use_provider(recording)
+    say(alice, project, "A new thread")
+    assert "earthy greens" in "\n".join(recording.requests[-1].system)
