@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+import threading
+from typing import Any
 
+import pytest
+
+from recall.domain.access import Role
+from recall.errors import Conflict
+from recall.store.dynamodb import dynamodb_client
+from recall.wiring import project_service, project_store
 from tests.integration.conftest import Api
 
 
@@ -88,6 +96,54 @@ def test_a_project_always_keeps_an_owner(
         m["userId"]: m["role"] for m in bob.get(f"/projects/{project}/members").body["members"]
     }
     assert roles == {alice.sub: "viewer", bob.sub: "owner"}
+
+
+def test_two_owners_demoting_each_other_at_once_leave_an_owner(
+    alice: Api, bob: Api, make_project: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two owners, each about to demote the other, both having read the owner count
+    # before either writes (as two Lambda instances would)
+    project = make_project(alice, {bob: "owner"})
+    client = dynamodb_client()
+    transact = client.transact_write_items
+    both_read = threading.Barrier(2, timeout=20)
+    one_at_a_time = threading.Lock()
+    first_write: set[int] = set()
+
+    def serialised(**kwargs: Any) -> Any:
+        # Each demotion's first write waits for the other's reads; then the writes apply one
+        # at a time, as DynamoDB applies conditional writes (moto's server does not).
+        if threading.get_ident() not in first_write:
+            first_write.add(threading.get_ident())
+            both_read.wait()
+        with one_at_a_time:
+            return transact(**kwargs)
+
+    monkeypatch.setattr(client, "transact_write_items", serialised)
+    outcomes: dict[str, str] = {}
+
+    def demote(actor: Api, target: Api) -> None:
+        try:
+            project_service().set_member(actor.sub or "", project, target.sub or "", Role.EDITOR)
+            outcomes[actor.sub or ""] = "demoted"
+        except Conflict:
+            outcomes[actor.sub or ""] = "refused"
+
+    racers = [
+        threading.Thread(target=demote, args=(alice, bob)),
+        threading.Thread(target=demote, args=(bob, alice)),
+    ]
+    # When
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(30)
+    # Then one demotion landed, the other was refused, and one owner remains
+    assert sorted(outcomes.values()) == ["demoted", "refused"]
+    monkeypatch.undo()
+    roles = [m["role"] for m in alice.get(f"/projects/{project}/members").body["members"]]
+    assert roles.count("owner") == 1, roles
+    assert project_store().get(project).owner_count == 1  # type: ignore[union-attr]
 
 
 def test_editor_updates_project_context_but_viewer_cannot(
