@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+import json
 import threading
 from typing import Any
 
@@ -11,6 +12,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 import pytest
 
+from local import template
 from recall.domain.prompt import (
     ModelError,
     ModelProvider,
@@ -28,7 +30,13 @@ from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
 from recall.store.conversations import conversation_key
 from recall.store.dynamodb import dynamodb_client
-from recall.wiring import chat_service, memory_store, model_choice, session_store
+from recall.wiring import (
+    chat_service,
+    conversation_service,
+    memory_store,
+    model_choice,
+    session_store,
+)
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -694,3 +702,67 @@ def test_a_saved_preference_without_a_scope_is_persistent(
     use_provider(recording)
     say(alice, project, "A new thread")
     assert "earthy greens" in "\n".join(recording.requests[-1].system)
+
+
+class DeletesTheThreadMidTurn:
+    """A model that saves a thread preference, while, during one of its calls, the thread's
+    owner deletes the thread from another tab."""
+
+    def __init__(self, user_id: str, project_id: str, thread: str, delete_on_call: int) -> None:
+        self.user_id, self.project_id, self.thread = user_id, project_id, thread
+        self.delete_on_call = delete_on_call
+        self.calls = 0
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        self.calls += 1
+        if self.calls == self.delete_on_call:
+            conversation_service().delete(self.user_id, self.project_id, self.thread)
+        if request.messages[-1].tool_results:
+            return ModelReply(text="Noted for this thread.", stop_reason="end_turn")
+        call = ToolCall(
+            id="t1",
+            name="save_preference",
+            input={"key": "tone", "value": "warm", "category": "brand", "scope": "thread"},
+        )
+        return ModelReply(tool_calls=[call], stop_reason="tool_use")
+
+
+def _items_naming(thread: str) -> dict[str, list[dict[str, Any]]]:
+    """Every item, in every table of the template, with a string that names ``thread``."""
+    client = dynamodb_client()
+    found: dict[str, list[dict[str, Any]]] = {}
+    for table in template.table_names().values():
+        pages = client.get_paginator("scan").paginate(TableName=table)
+        items = [item for page in pages for item in page["Items"]]
+        naming = [item for item in items if thread in json.dumps(item)]
+        if naming:
+            found[table] = naming
+    return found
+
+
+@pytest.mark.parametrize(
+    "delete_on_call",
+    [1, 2],
+    ids=["deleted-before-the-tool-write", "deleted-after-the-tool-write"],
+)
+def test_a_turn_racing_its_threads_delete_leaves_nothing_behind(
+    alice: Api,
+    make_project: MakeProject,
+    use_provider: Callable[[Any], None],
+    delete_on_call: int,
+) -> None:
+    # Given a thread with a saved turn
+    project = make_project(alice)
+    thread = say(alice, project, "start").body["conversation"]["id"]
+    assert _items_naming(thread)
+    # And a model that writes thread memory while the thread is deleted
+    model = DeletesTheThreadMidTurn(alice.sub or "", project, thread, delete_on_call)
+    use_provider(model)
+    # When
+    reply = say(alice, project, "Keep a warm tone here", thread)
+    # Then the turn fails as the thread is gone, and nothing of it, or of the turn, is left
+    assert model.calls == 2
+    assert reply.status == 404, reply
+    assert _items_naming(thread) == {}
+    assert alice.get(f"/projects/{project}/conversations/{thread}").status == 404
+    assert alice.get(f"/projects/{project}/memories").body["memories"] == []

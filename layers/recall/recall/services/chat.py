@@ -16,7 +16,7 @@ from recall.domain.messages import Message
 from recall.domain.prompt import Usage
 from recall.domain.session import Session, with_turn
 from recall.domain.turns import Exchange, checked_message, checked_model, turn_messages
-from recall.errors import Conflict, ModelFailed
+from recall.errors import Conflict, ModelFailed, NotFound
 from recall.observability import logger, metrics
 from recall.services.followups import TurnFollowUps
 from recall.services.tool_loop import ToolLoop
@@ -79,7 +79,13 @@ class ChatService:
             loaded.context, text, model_id, settings.model_max_tokens, settings.model_temperature
         )
         exchange = self._tools.converse(request, user_id, project_id, conversation.conversation_id)
-        user_message, assistant, left_window = self._save(loaded, text, model_id, exchange)
+        try:
+            user_message, assistant, left_window = self._save(loaded, text, model_id, exchange)
+        except NotFound:
+            # The thread was deleted while the model ran: the delete may have swept thread
+            # memory before the tools wrote theirs.
+            self._tools.discard_thread_writes(user_id, project_id, conversation.conversation_id)
+            raise
         self._followups.queue(
             self._followups.jobs_after(
                 conversation,

@@ -111,6 +111,11 @@ class MemoryService:
         entry = self._explicit(key, value, category, parsed, thread, None)
         return self._write_explicit(user_id, project_id, entry, clock.now())[0]
 
+    def discard_thread(self, user_id: str, project_id: str, conversation_id: str) -> int:
+        """Remove a deleted thread's entries and their history: a turn's tools may have
+        written them after the delete swept the thread."""
+        return self._memories.delete_thread(user_id, project_id, conversation_id)
+
     def forget_explicit(
         self, user_id: str, project_id: str, conversation_id: str, key: str, scope: str
     ) -> bool:

@@ -85,6 +85,15 @@ class ToolLoop:
             )
         return exchange
 
+    def discard_thread_writes(self, user_id: str, project_id: str, conversation_id: str) -> None:
+        """Undo what the tools wrote to a thread whose turn could not be saved because the
+        thread was deleted meanwhile, so the delete leaves nothing of the thread behind."""
+        removed = self._memory.discard_thread(user_id, project_id, conversation_id)
+        logger.info(
+            "thread deleted during its turn; its memory discarded",
+            extra={"conversation_id": conversation_id, "memories_deleted": removed},
+        )
+
     def _run(
         self,
         call: ToolCall,
