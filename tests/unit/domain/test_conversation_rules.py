@@ -21,6 +21,8 @@ NOW = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)
     [
         ("2026-11-29T00:00:00.000Z", Period.TODAY),
         ("2026-11-28T23:59:59.000Z", Period.YESTERDAY),
+        ("2026-11-28T00:00:00.000Z", Period.YESTERDAY),
+        ("2026-11-27T23:59:59.000Z", Period.PREVIOUS_7_DAYS),
         ("2026-11-22T12:00:00.000Z", Period.PREVIOUS_7_DAYS),
         ("2026-10-30T12:00:00.000Z", Period.PREVIOUS_30_DAYS),
         ("2026-10-29T12:00:00.000Z", Period.OLDER),
