@@ -766,3 +766,28 @@ def test_a_turn_racing_its_threads_delete_leaves_nothing_behind(
     assert _items_naming(thread) == {}
     assert alice.get(f"/projects/{project}/conversations/{thread}").status == 404
     assert alice.get(f"/projects/{project}/memories").body["memories"] == []
+
+
+def test_a_viewer_cannot_clear_a_threads_context(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given bob had a thread as an editor, then became a viewer
+    project = make_project(alice, {bob: "editor"})
+    thread = say(bob, project, "hello").body["conversation"]["id"]
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "viewer"}).status == 200
+    # When
+    cleared = bob.post(f"/projects/{project}/conversations/{thread}/clear-context")
+    # Then he is refused and the window is untouched
+    assert cleared.status == 403, cleared
+    window = bob.get(f"/projects/{project}/conversations/{thread}/context").body["window"]
+    assert [w["content"] for w in window][:1] == ["hello"]
+
+
+def test_a_message_of_exactly_the_maximum_length_is_accepted_and_one_more_is_413(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    longest = get_settings().message_max_chars
+    assert say(alice, project, "x" * longest).status == 200
+    too_long = say(alice, project, "x" * (longest + 1))
+    assert too_long.status == 413, too_long
