@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import base64
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+import json
 from typing import Any
+from urllib.parse import quote
 
 import boto3
 import pytest
@@ -14,6 +18,8 @@ from recall.domain.ids import new_id
 from recall.domain.messages import Message
 from recall.domain.session import Session
 from recall.settings import get_settings
+from recall.store.conversations import conversation_key
+from recall.store.dynamodb import dynamodb_client
 from recall.store.keys import owner_key, thread_key
 from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
@@ -243,3 +249,119 @@ def test_deleting_a_thread_leaves_nothing_behind_in_any_table(
     assert len(_items_under("MessagesTable", "thread", thread_key(user, project, keep))) == 2
     assert alice.get(f"/projects/{project}/conversations/{thread}").status == 404
     assert alice.delete(f"/projects/{project}/conversations/{thread}").status == 404
+
+
+def test_a_thread_is_grouped_by_the_day_it_was_last_updated_not_created(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given threads created long ago but updated yesterday and two days back, and one
+    # created yesterday but updated today
+    project = make_project(alice)
+    now = clock.now()
+    long_ago = clock.stamp(now - timedelta(days=40))
+    yesterday = clock.stamp(now - timedelta(days=1))
+    two_days_back = clock.stamp(now - timedelta(days=2))
+    dates = {
+        start(alice, project)["id"]: (long_ago, yesterday),
+        start(alice, project)["id"]: (long_ago, two_days_back),
+        start(alice, project)["id"]: (yesterday, clock.stamp(now)),
+    }
+    client = boto3.client("dynamodb")
+    for thread, (created, updated) in dates.items():
+        client.update_item(
+            TableName=get_settings().conversations_table,
+            Key=conversation_key(alice.sub or "", project, thread),
+            UpdateExpression="SET createdAt = :created, updatedAt = :updated",
+            ExpressionAttributeValues={":created": {"S": created}, ":updated": {"S": updated}},
+        )
+    # When
+    listed = alice.get(f"/projects/{project}/conversations").body["conversations"]
+    # Then
+    periods = {row["id"]: row["period"] for row in listed}
+    assert sorted(periods.values()) == ["previous7Days", "today", "yesterday"]
+    assert [periods[thread] for thread in dates] == ["yesterday", "previous7Days", "today"]
+
+
+def _cursor(values: dict[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    ["not a cursor!", "%%%", _cursor({"messageId": "01M8P5NRC1BQPGBAEWYPK5R3EB", "extra": "x"})],
+    ids=["does-not-decode", "not-base64", "extra-field"],
+)
+def test_a_messages_cursor_this_api_did_not_issue_is_422_not_the_newest_page(
+    alice: Api, make_project: MakeProject, cursor: str
+) -> None:
+    # Given a thread with more than one page of messages
+    project = make_project(alice)
+    thread = start(alice, project)["id"]
+    _seed_thread(alice.sub or "", project, thread, 5)
+    base = f"/projects/{project}/conversations/{thread}"
+    issued = alice.get(base, query="limit=2").body["nextCursor"]
+    assert issued and alice.get(base, query=f"limit=2&cursor={issued}").status == 200
+    # When
+    reply = alice.get(base, query=f"limit=2&cursor={quote(cursor)}")
+    # Then
+    assert reply.status == 422, reply
+    assert reply.body["error"]["details"][0]["field"] == "cursor"
+
+
+class Requests:
+    """Each request botocore sends on the store's client: its operation and tables."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, set[str]]] = []
+
+    def __call__(self, params: dict[str, Any], model: Any, **kwargs: Any) -> None:
+        tables = set(params.get("RequestItems", {}))
+        tables |= {params["TableName"]} if "TableName" in params else set()
+        for item in params.get("TransactItems", []):
+            tables |= {request["TableName"] for request in item.values()}
+        self.sent.append((model.name, tables))
+
+
+@pytest.fixture
+def requests() -> Iterator[Requests]:
+    counting = Requests()
+    events = dynamodb_client().meta.events
+    events.register("provide-client-params.dynamodb", counting)
+    yield counting
+    events.unregister("provide-client-params.dynamodb", counting)
+
+
+def test_a_stranger_is_refused_before_any_thread_is_looked_up(
+    alice: Api, make_project: MakeProject, requests: Requests
+) -> None:
+    # Given alice's thread
+    project = make_project(alice)
+    thread = start(alice, project)["id"]
+    stranger = Api("stranger")
+    base = f"/projects/{project}/conversations/{thread}"
+    projects = get_settings().projects_table
+    thread_routes = (
+        lambda: stranger.get(base),
+        lambda: stranger.patch(base, {"title": "x"}),
+        lambda: stranger.delete(base),
+    )
+    for call in thread_routes:
+        requests.sent.clear()
+        # When
+        reply = call()
+        # Then one request, for the role, and no thread is read
+        assert reply.status == 403, reply
+        assert requests.sent == [("GetItem", {projects})], requests.sent
+    # And the turn's routes read role and thread in one batch: nothing follows a refusal
+    batched_routes = (
+        lambda: stranger.post(f"{base}/clear-context"),
+        lambda: stranger.get(f"{base}/context"),
+        lambda: stranger.post(
+            f"/projects/{project}/chat", {"message": "hi", "conversationId": thread}
+        ),
+    )
+    for call in batched_routes:
+        requests.sent.clear()
+        reply = call()
+        assert reply.status == 403, reply
+        assert [operation for operation, _ in requests.sent] == ["BatchGetItem"], requests.sent
