@@ -6,14 +6,16 @@ every ``extra`` field."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 import logging
+from pathlib import Path
 
 import boto3
 from botocore.stub import Stubber
 import pytest
 
-from local import background, embedded
+from local import background, embedded, template
 from recall.domain import clock
 from recall.domain.messages import Message
 from recall.observability import logger as recall_logger
@@ -27,6 +29,14 @@ MakeProject = Callable[..., str]
 RULE = "Always paint the shop header quokka-lantern teal"
 VALUE = "zanzibar-umbrella 4471, never vermilion"
 SECRET_WORDS = ("quokka-lantern", "zanzibar-umbrella", "vermilion")
+
+
+# What ``logging.LogRecord`` sets itself: an ``extra`` key among them makes the call raise.
+RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+SOURCES = [
+    *sorted((template.ROOT / "layers" / "recall" / "recall").rglob("*.py")),
+    *sorted((template.ROOT / "functions").rglob("*.py")),
+]
 
 
 def log_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -105,3 +115,33 @@ def test_an_extraction_answer_outside_its_schema_is_logged_without_the_words_it_
     lines = log_lines(caplog)
     assert any("does not fit its schema" in line and "category" in line for line in lines), lines
     assert not [line for line in lines if any(word in line for word in SECRET_WORDS)], lines
+
+
+def _extra_keys(source: Path) -> list[tuple[int, str]]:
+    """The literal keys of every ``extra={…}`` a call in ``source`` passes."""
+    found = []
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg == "extra" and isinstance(keyword.value, ast.Dict):
+                    found += [
+                        (node.lineno, key.value)
+                        for key in keyword.value.keys
+                        if isinstance(key, ast.Constant) and isinstance(key.value, str)
+                    ]
+    return found
+
+
+def test_no_log_call_names_a_field_the_log_record_reserves() -> None:
+    """At WARNING (tests, make dev) an INFO call with ``extra={"created": …}`` is never
+    built; at INFO (a deployment) it raises and the request fails."""
+    # When
+    clashes = [
+        f"{source.relative_to(template.ROOT)}:{line} extra key {key!r}"
+        for source in SOURCES
+        for line, key in _extra_keys(source)
+        if key in RESERVED
+    ]
+    # Then
+    assert SOURCES
+    assert not clashes, "\n".join(clashes)
