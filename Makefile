@@ -3,9 +3,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 DEPLOY_VENV ?= .venv-deploy
+SCAN_VENV ?= .venv-scan
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed-$(shell cat requirements-dev.txt layers/recall/requirements.txt | cksum | cut -d' ' -f1)
 DEPLOY_INSTALLED := $(DEPLOY_VENV)/.installed-$(shell cat requirements-deploy.txt | cksum | cut -d' ' -f1)
+SCAN_INSTALLED := $(SCAN_VENV)/.installed-$(shell cat requirements-scan.txt | cksum | cut -d' ' -f1)
 PORT ?= 3000
 FUNCTION ?= ProjectsFunction
 EVENT ?= events/projects-list.json
@@ -13,7 +15,7 @@ JOB ?= drain
 
 .DEFAULT_GOAL := help
 .PHONY: help install dev job test unit lint format typecheck template-lint pytest invoke openapi \
-	bench eval check-wheels install-deploy check-deploy lock clean
+	bench eval check-wheels install-deploy check-deploy install-scan scan lock clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -82,6 +84,20 @@ check-deploy: install-deploy ## sam validate --lint with the SAM CLI of .venv-de
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} SAM_CLI_TELEMETRY=0 \
 		$(DEPLOY_VENV)/bin/sam validate --lint --template-file template.yaml
 
+$(SCAN_INSTALLED): requirements-scan.txt
+	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt
+	rm -f $(SCAN_VENV)/.installed-* && touch $@
+
+install-scan: $(SCAN_INSTALLED) ## Create .venv-scan with checkov (requirements-scan.txt)
+
+# Offline once installed: --skip-download keeps checkov from fetching Prisma Cloud's
+# guidelines and suppressions. Skipped checks are in each resource's Metadata, with why.
+scan: install-scan ## checkov on template.yaml (its CloudFormation checks; no network)
+	$(SCAN_VENV)/bin/checkov --file template.yaml --framework cloudformation \
+		--skip-download --compact --quiet
+
 # Current pins are kept (-c); to move one, delete its line in requirements-dev.txt first.
 lock: ## Re-pin requirements-dev.txt from requirements-dev.in in a fresh venv (needs the index)
 	set -e; venv=$$(mktemp -d); trap 'rm -rf "$$venv"' EXIT; \
@@ -91,5 +107,5 @@ lock: ## Re-pin requirements-dev.txt from requirements-dev.in in a fresh venv (n
 	  "$$venv/bin/python" -m pip freeze; } > requirements-dev.txt.new
 	mv requirements-dev.txt.new requirements-dev.txt
 
-clean: ## Remove both venvs and the caches
-	rm -rf $(VENV) $(DEPLOY_VENV) .mypy_cache .ruff_cache .hypothesis .schemathesis .aws-sam
+clean: ## Remove the venvs and the caches
+	rm -rf $(VENV) $(DEPLOY_VENV) $(SCAN_VENV) .mypy_cache .ruff_cache .hypothesis .schemathesis .aws-sam

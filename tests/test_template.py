@@ -121,3 +121,72 @@ def test_each_function_handler_exists(function: str) -> None:
     assert handler in {
         node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     }, f"{source} defines no {handler}"
+
+
+def test_the_http_api_logs_each_request_as_one_json_line_without_bodies_or_tokens() -> None:
+    # Given
+    api = template.resources("AWS::Serverless::HttpApi")["HttpApi"]["Properties"]
+    settings = api["AccessLogSettings"]
+    # When
+    fields = json.loads(settings["Format"])
+    # Then: request metadata only, into a log group that expires
+    assert settings["DestinationArn"] == {"Fn::GetAtt": ["HttpApiAccessLogs", "Arn"]}
+    group = template.resources("AWS::Logs::LogGroup")["HttpApiAccessLogs"]["Properties"]
+    assert group["RetentionInDays"] == {"Ref": "AccessLogRetentionDays"}
+    assert {"requestId", "routeKey", "status", "responseLatency"} <= set(fields)
+    variables = " ".join(fields.values()).lower()
+    for leak in ("body", "header", "authorization", "token", "$request"):
+        assert leak not in variables, f"the access log would carry {leak}"
+    assert fields["user"] == "$context.authorizer.claims.sub"
+
+
+def test_every_route_is_throttled_by_parameters_with_sane_defaults() -> None:
+    # Given
+    api = template.resources("AWS::Serverless::HttpApi")["HttpApi"]["Properties"]
+    parameters = template.load()["Parameters"]
+    # When
+    route = api["DefaultRouteSettings"]
+    # Then
+    assert route == {
+        "ThrottlingRateLimit": {"Ref": "ThrottlingRateLimit"},
+        "ThrottlingBurstLimit": {"Ref": "ThrottlingBurstLimit"},
+    }
+    rate = int(parameters["ThrottlingRateLimit"]["Default"])
+    burst = int(parameters["ThrottlingBurstLimit"]["Default"])
+    assert 0 < rate <= burst <= 5000  # under the account's own API Gateway quota
+
+
+def test_tables_use_the_customer_managed_key_only_when_one_is_given() -> None:
+    # Given
+    document = template.load()
+    # When
+    tables = template.resources("AWS::DynamoDB::Table")
+    # Then: an empty TableKmsKeyArn (the default) leaves DynamoDB's own key in place
+    assert document["Parameters"]["TableKmsKeyArn"]["Default"] == ""
+    assert document["Conditions"]["HasTableKmsKey"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "TableKmsKeyArn"}, ""]}]
+    }
+    for name, table in tables.items():
+        assert table["Properties"]["SSESpecification"] == {
+            "SSEEnabled": True,
+            "SSEType": {"Fn::If": ["HasTableKmsKey", "KMS", {"Ref": "AWS::NoValue"}]},
+            "KMSMasterKeyId": {
+                "Fn::If": ["HasTableKmsKey", {"Ref": "TableKmsKeyArn"}, {"Ref": "AWS::NoValue"}]
+            },
+        }, name
+
+
+def test_every_skipped_scanner_check_says_why() -> None:
+    # Given
+    resources = template.load()["Resources"]
+    # When
+    skips = [
+        (name, skip)
+        for name, resource in resources.items()
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", [])
+    ]
+    # Then
+    assert skips
+    for name, skip in skips:
+        assert skip["id"].startswith("CKV_"), (name, skip)
+        assert len(skip.get("comment", "")) > 20, f"{name} skips {skip['id']} without saying why"

@@ -45,7 +45,10 @@ def chat(projectId: str, body: ChatRequest) -> ChatReply:
     reply = replayed(answer)
     logger.info(
         "turn answered",
-        extra={"conversation_id": reply.conversation.id, "created": reply.conversation.created},
+        extra={
+            "conversation_id": reply.conversation.id,
+            "conversation_created": reply.conversation.created,
+        },
     )
     return reply
 

@@ -115,7 +115,15 @@ class ModelExtractor:
         try:
             proposed = ProposedEntries.model_validate(calls[0].input)
         except ValidationError as error:
-            logger.warning("extraction answer does not fit its schema", extra={"error": str(error)})
+            # Where and how it failed, never the model's input: it quotes the user's words.
+            logger.warning(
+                "extraction answer does not fit its schema",
+                extra={
+                    "errors": error.errors(
+                        include_url=False, include_context=False, include_input=False
+                    )
+                },
+            )
             return []
         candidates: list[MemoryEntry] = []
         for entry in proposed.entries:

@@ -1,0 +1,364 @@
+"""Each function's IAM policy in ``template.yaml`` grants what its code asks AWS for, and
+no more. What the code asks for is observed, not read: every sample event in ``events/``,
+chat turns that call the memory tools (one through Bedrock), and the jobs those turns
+queue run through the real handlers, while a botocore ``before-call`` hook records each
+request (service, operation, table, index or queue) under the function being invoked.
+Each request becomes the IAM actions AWS checks for it (a transaction needs the item-level
+action of every item), and each action must be allowed on its resource by the function's
+own statements."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from fnmatch import fnmatchcase
+import json
+import time
+from typing import Any
+from urllib.parse import unquote
+
+import boto3
+from botocore.stub import Stubber
+import pytest
+
+from local import background, embedded, runtime, template
+from local.seed import DEMO_USER, grow_thread, seed_demo
+from recall.domain import clock
+from recall.providers.bedrock import BedrockProvider
+from recall.store.dynamodb import dynamodb_client
+from recall.store.idempotency import persistence_layer
+from recall.store.jobs import sqs_client
+from recall.wiring import model_choice, session_store
+from tests.integration.test_events import EVENT_FILES, function_of, load
+
+REGION, ACCOUNT = "us-east-1", "000000000000"
+
+# The grants no run here reaches, each with the reason it stays. Any other grant that no
+# request used fails the test: remove it from the template, or say here why it stays.
+_BEDROCK = "arn:aws:bedrock:*::foundation-model/*"
+_PROFILES = f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/*"
+_TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/"
+NOT_REACHED_HERE = {
+    ("ChatFunction", "bedrock:InvokeModel", _PROFILES): (
+        "model ids that name an inference profile (us.…, eu.…) are called through it"
+    ),
+    ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}ConversationsTable"): (
+        "a memory tool call in thread scope checks the thread is the caller's"
+    ),
+    ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}SessionsTable"): (
+        "a turn that loses a race on its session re-reads it"
+    ),
+    ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}IdempotencyTable"): (
+        "Powertools reads a record itself only when its conditional put did not return it"
+    ),
+    ("ChatFunction", "dynamodb:DeleteItem", f"{_TABLE}IdempotencyTable"): (
+        "Powertools drops an idempotency record when the turn raises"
+    ),
+    ("WorkerFunction", "bedrock:InvokeModel", _BEDROCK): (
+        "extraction and summaries call Bedrock only when MODEL_PROVIDER=bedrock"
+    ),
+    ("WorkerFunction", "bedrock:InvokeModel", _PROFILES): (
+        "extraction and summaries call Bedrock only when MODEL_PROVIDER=bedrock"
+    ),
+    ("WorkerFunction", "dynamodb:DeleteItem", f"{_TABLE}MemoriesTable"): (
+        "consolidation deletes entries only past its gates (24 h, 3 sessions, 5 entries)"
+    ),
+    ("MaintenanceFunction", "dynamodb:DeleteItem", f"{_TABLE}SessionsTable"): (
+        "prune-sessions deletes a session only once idle for SESSION_IDLE_SECONDS (24 h)"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One IAM authorisation a request needs: an action on a resource ARN."""
+
+    function: str
+    action: str
+    resource: str
+
+
+def table_arn(name: str) -> str:
+    return f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
+
+
+def queue_arn(name: str) -> str:
+    return f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+
+
+def model_arn(model_id: str) -> str:
+    if model_id.startswith("arn:"):
+        return model_id
+    if model_id.split(".", 1)[0] in {"us", "eu", "apac", "global"}:
+        return f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/{model_id}"
+    return f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}"
+
+
+# --- What the template grants -------------------------------------------------------------
+
+
+def _arn_of(logical_id: str) -> str:
+    kind = template.load()["Resources"][logical_id]["Type"]
+    if kind == "AWS::DynamoDB::Table":
+        return table_arn(logical_id)
+    if kind == "AWS::SQS::Queue":
+        return queue_arn(logical_id)
+    raise AssertionError(f"no ARN form for {logical_id} ({kind})")
+
+
+def _resource(value: Any) -> str:
+    """A statement's ``Resource`` entry as the ARN pattern it is in this account."""
+    if isinstance(value, str):
+        return value
+    if set(value) == {"Fn::GetAtt"}:
+        target = value["Fn::GetAtt"]
+        name, attribute = target if isinstance(target, list) else target.split(".", 1)
+        assert attribute == "Arn", value
+        return _arn_of(name)
+    if set(value) == {"Fn::Sub"}:
+        text = value["Fn::Sub"]
+        assert isinstance(text, str), value
+        for name in template.load()["Resources"]:
+            text = (
+                text.replace("${" + name + ".Arn}", _arn_of(name))
+                if f"${{{name}." in text
+                else text
+            )
+        pseudo = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT}
+        for name, local in pseudo.items():
+            text = text.replace("${" + name + "}", local)
+        assert "${" not in text, f"unresolved {text}"
+        return text
+    raise AssertionError(f"cannot read the resource {value}")
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def grants() -> set[Request]:
+    """Every (function, action, resource pattern) the template's Allow statements give."""
+    found = set()
+    for function, resource in template.resources("AWS::Serverless::Function").items():
+        for policy in resource["Properties"].get("Policies", []):
+            assert isinstance(policy, dict) and "Statement" in policy, (
+                f"{function}: only inline statements can be checked, not {policy}"
+            )
+            for statement in policy["Statement"]:
+                assert statement["Effect"] == "Allow", statement
+                for action in _listed(statement["Action"]):
+                    for arn in _listed(statement["Resource"]):
+                        found.add(Request(function, action, _resource(arn)))
+    return found
+
+
+def allowed(request: Request, granted: set[Request]) -> bool:
+    return any(
+        grant.function == request.function
+        and fnmatchcase(request.action, grant.action)
+        and fnmatchcase(request.resource, grant.resource)
+        for grant in granted
+    )
+
+
+# --- What the code asks for ---------------------------------------------------------------
+
+_TRANSACT_WRITE = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
+def _dynamodb_actions(operation: str, body: dict[str, Any]) -> list[tuple[str, str]]:
+    if operation in {"BatchGetItem", "BatchWriteItem"}:
+        return [(f"dynamodb:{operation}", table_arn(name)) for name in body["RequestItems"]]
+    if operation == "TransactWriteItems":
+        return [
+            (f"dynamodb:{_TRANSACT_WRITE[kind]}", table_arn(item[kind]["TableName"]))
+            for item in body["TransactItems"]
+            for kind in item
+        ]
+    if operation == "TransactGetItems":
+        return [
+            ("dynamodb:GetItem", table_arn(item["Get"]["TableName"]))
+            for item in body["TransactItems"]
+        ]
+    arn = table_arn(body["TableName"])
+    if "IndexName" in body:
+        arn = f"{arn}/index/{body['IndexName']}"
+    return [(f"dynamodb:{operation}", arn)]
+
+
+def _sqs_actions(operation: str, body: dict[str, Any]) -> list[tuple[str, str]]:
+    action = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage"}.get(
+        operation, operation
+    )
+    return [(f"sqs:{action}", queue_arn(body["QueueUrl"].rstrip("/").rsplit("/", 1)[-1]))]
+
+
+def _bedrock_actions(operation: str, url_path: str) -> list[tuple[str, str]]:
+    action = {"Converse": "InvokeModel", "ConverseStream": "InvokeModelWithResponseStream"}.get(
+        operation, operation
+    )
+    model_id = unquote(url_path.split("/model/", 1)[1].split("/", 1)[0])
+    return [(f"bedrock:{action}", model_arn(model_id))]
+
+
+class Recorder:
+    """The ``before-call`` hook: each request made during an invocation, under its function."""
+
+    def __init__(self) -> None:
+        self.function: str | None = None
+        self.seen: set[Request] = set()
+
+    def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if self.function is None:  # the test's own set-up and the queue poller
+            return
+        service = model.service_model.service_name
+        operation = model.name
+        body = json.loads(params.get("body") or b"{}")
+        if service == "dynamodb":
+            actions = _dynamodb_actions(operation, body)
+        elif service == "sqs":
+            actions = _sqs_actions(operation, body)
+        elif service == "bedrock-runtime":
+            actions = _bedrock_actions(operation, params["url_path"])
+        else:
+            actions = [(f"{service}:{operation}", "*")]
+        self.seen |= {Request(self.function, action, arn) for action, arn in actions}
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
+    """Hooks every client the handlers use: those already made, and those made later (the
+    default session's hooks are copied into each new client)."""
+    recording = Recorder()
+    persistence_layer.cache_clear()  # made again, from the hooked session
+    emitters = [
+        boto3._get_default_session().events,  # boto3's own default session
+        dynamodb_client().meta.events,
+        sqs_client().meta.events,
+    ]
+    for emitter in emitters:
+        emitter.register_first("before-call.*.*", recording, unique_id="least-privilege")
+    real_invoke = runtime.invoke
+
+    def invoke(function: str, event: dict[str, Any]) -> Any:
+        recording.function = function
+        try:
+            return real_invoke(function, event)
+        finally:
+            recording.function = None
+
+    monkeypatch.setattr(runtime, "invoke", invoke)
+    yield recording
+    for emitter in emitters:
+        emitter.unregister("before-call.*.*", unique_id="least-privilege")
+    persistence_layer.cache_clear()
+
+
+@pytest.fixture
+def bedrock(recorder: Recorder) -> Iterator[BedrockProvider]:
+    """Bedrock as a chat model, answering from a stub: one text reply. Made after the
+    recorder, so its client carries the hook."""
+    client = boto3.client("bedrock-runtime", region_name=REGION)
+    stub = Stubber(client)
+    stub.add_response(
+        "converse",
+        {
+            "output": {"message": {"role": "assistant", "content": [{"text": "Noted."}]}},
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": 10, "outputTokens": 2, "totalTokens": 12},
+            "metrics": {"latencyMs": 5},
+        },
+    )
+    with stub:
+        yield BedrockProvider(client=client)
+    model_choice().use(None)
+
+
+def call(method: str, path: str, body: Any = None, **headers: str) -> Any:
+    """One request through the real handler of its route, as the demo user."""
+    found = runtime.match_route(method, path)
+    assert found, f"no route for {method} {path}"
+    event = runtime.http_event(method, path, body=body, headers=headers, sub=DEMO_USER)
+    reply = runtime.invoke(found[0].function, event)
+    assert reply["statusCode"] < 300, reply
+    return json.loads(reply["body"]) if reply.get("body") else None
+
+
+def chat(project: str, message: str, conversation: str | None = None, **headers: str) -> Any:
+    body: dict[str, Any] = {"message": message}
+    if conversation:
+        body["conversationId"] = conversation
+    return call("POST", f"/projects/{project}/chat", body, **headers)
+
+
+def run_everything(
+    store: embedded.EmbeddedStore, recorder: Recorder, bedrock: BedrockProvider
+) -> None:
+    """Every sample event; then turns that save and forget memory (one idempotent, one on
+    ``latest``, one after its session was pruned, one through Bedrock), thread memory and
+    an entry that expires; then the schedules, the worker on every job all that queued
+    (extraction, the summary of a thread longer than the window, consolidation), and the
+    thread's deletion."""
+    for event_file in EVENT_FILES:
+        seed_demo()
+        runtime.invoke(function_of(event_file), load(event_file))
+    project = seed_demo().project_id
+    memories = f"/projects/{project}/memories"
+    thread = chat(project, "Always keep the header dark.")["conversation"]["id"]
+    for _ in range(2):  # the retry is answered from the idempotency record
+        chat(project, "Never use bright blue anywhere.", thread, **{"Idempotency-Key": "k-1"})
+    chat(project, "Forget the header rule.", "latest")
+    grow_thread(DEMO_USER, project, thread, 24)
+    session_store().delete(DEMO_USER, project, thread)
+    chat(project, "I prefer short answers, always.", thread)
+    model_choice().use(bedrock)
+    chat(project, "What colour is the header?", thread)
+    model_choice().use(None)
+    note = {"value": "draft only", "category": "context", "scope": "thread"}
+    call("PUT", f"{memories}/thread_note", {**note, "conversationId": thread})
+    soon = clock.stamp(clock.now() + timedelta(seconds=1))
+    call("PUT", f"{memories}/promo", {"value": "10% off", "category": "context", "expiresAt": soon})
+    time.sleep(1.5)
+    for event_file in EVENT_FILES:
+        if event_file.name.startswith("maintenance-"):
+            runtime.invoke(function_of(event_file), load(event_file))
+    for poller in background.pollers(store):
+        poller.drain(deadline_seconds=30)
+    call("DELETE", f"/projects/{project}/conversations/{thread}")
+
+
+def test_every_request_a_function_makes_is_granted_by_its_own_policy(
+    embedded_store: embedded.EmbeddedStore, recorder: Recorder, bedrock: BedrockProvider
+) -> None:
+    # Given what the template grants
+    granted = grants()
+    # When every function runs every path the events and background jobs take
+    run_everything(embedded_store, recorder, bedrock)
+    # Then each request's action is allowed on its resource by that function's statements
+    denied = sorted(
+        f"{request.function}: {request.action} on {request.resource}"
+        for request in recorder.seen
+        if not allowed(request, granted)
+    )
+    assert recorder.seen, "nothing was recorded"
+    assert {request.function for request in recorder.seen} == set(template.code_dirs())
+    assert not denied, "requests the template does not allow:\n" + "\n".join(denied)
+    # And nothing is granted that no request used, save what only AWS can exercise
+    unused = sorted(
+        f"{grant.function}: {grant.action} on {grant.resource}"
+        for grant in granted
+        if (grant.function, grant.action, grant.resource) not in NOT_REACHED_HERE
+        and not any(
+            request.function == grant.function
+            and fnmatchcase(request.action, grant.action)
+            and fnmatchcase(request.resource, grant.resource)
+            for request in recorder.seen
+        )
+    )
+    assert not unused, "grants no request used:\n" + "\n".join(unused)
