@@ -30,6 +30,7 @@ from recall.errors import (
 )
 from recall.observability import logger
 from recall.settings import get_settings
+from recall.store.keys import fits_id, fits_user_id
 
 STATUS: dict[type[DomainError], int] = {
     Unauthenticated: 401,
@@ -81,6 +82,8 @@ def caller_id(app: APIGatewayHttpResolver) -> str:
     subject = (claims or {}).get("sub")
     if not isinstance(subject, str) or not subject.strip():
         raise Unauthenticated("Sign in: the request carries no identity.")
+    if not fits_user_id(subject):
+        raise Unauthenticated("The token's subject is not one this API can serve.")
     return subject
 
 
@@ -149,6 +152,10 @@ class JsonResolver(APIGatewayHttpResolver):
                 "malformed_json",
                 f"The request body nests more than {MAX_JSON_DEPTH} levels deep.",
             )
+        project_id = (event.get("pathParameters") or {}).get("projectId")
+        if project_id is not None and not fits_id(str(project_id)):
+            # No one has a role on a project id no project can have: the stranger's 403.
+            return _raw_error(403, Forbidden.code, "You have no role on this project.")
         return super().resolve(event, context)
 
 

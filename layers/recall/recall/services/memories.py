@@ -25,6 +25,7 @@ from recall.observability import logger, metrics
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
+from recall.store.keys import fits_id
 from recall.store.memories import MemoryStore
 
 
@@ -213,6 +214,9 @@ class MemoryService:
         none); anyone else's thread, or none at all, is a 404."""
         if not conversation_id:
             return None
-        if self._conversations.get(user_id, project_id, conversation_id) is None:
+        if (
+            not fits_id(conversation_id)
+            or self._conversations.get(user_id, project_id, conversation_id) is None
+        ):
             raise NotFound("No such conversation.")
         return conversation_id
