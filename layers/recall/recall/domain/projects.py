@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from recall.domain.access import Role
+from recall.domain.memory import shows_something
 from recall.errors import Invalid
 
 ContextValue = str | int | float | bool
@@ -64,7 +65,7 @@ def owner_delta(before: Role | None, after: Role | None) -> int:
 
 def checked_name(name: str, max_chars: int) -> str:
     cleaned = " ".join(name.split())
-    if not cleaned:
+    if not shows_something(cleaned):
         raise Invalid(
             "A project needs a name.", [{"field": "name", "message": "must not be blank"}]
         )

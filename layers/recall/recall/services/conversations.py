@@ -8,6 +8,7 @@ from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.conversations import DEFAULT_TITLE, Conversation, Period, period_of
 from recall.domain.ids import new_id
+from recall.domain.memory import shows_something
 from recall.domain.messages import Message
 from recall.errors import Invalid, NotFound
 from recall.observability import logger, metrics
@@ -120,7 +121,7 @@ class ConversationService:
 
     def _checked_title(self, title: str) -> str:
         cleaned = " ".join(title.split())
-        if not cleaned or len(cleaned) > self._settings.title_max_chars:
+        if not shows_something(cleaned) or len(cleaned) > self._settings.title_max_chars:
             raise Invalid(
                 f"A title is 1 to {self._settings.title_max_chars} characters.",
                 [
