@@ -3,7 +3,8 @@ fresh users, over the run's one embedded DynamoDB."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+import functools
 import json
 from typing import Any
 import uuid
@@ -11,11 +12,21 @@ import uuid
 import pytest
 
 from local import embedded, runtime
+from recall.store.dynamodb import dynamodb_client
+from tests.integration.aws_key_limits import check_key_sizes, key_limits
 
 
 @pytest.fixture(scope="session", autouse=True)
-def store_for_every_test(embedded_store: embedded.EmbeddedStore) -> embedded.EmbeddedStore:
-    return embedded_store
+def store_for_every_test(
+    embedded_store: embedded.EmbeddedStore,
+) -> Iterator[embedded.EmbeddedStore]:
+    """The embedded store, with AWS's key-size limits on the store's client (moto has none),
+    so a key that would fail on AWS fails here too."""
+    events = dynamodb_client().meta.events
+    check = functools.partial(check_key_sizes, key_limits())
+    events.register("before-parameter-build.dynamodb", check, unique_id="aws-key-limits")
+    yield embedded_store
+    events.unregister("before-parameter-build.dynamodb", unique_id="aws-key-limits")
 
 
 class Reply:

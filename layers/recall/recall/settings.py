@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     thread_memory_cap: int = 50
     memory_write_attempts: int = 5
     memory_ttl_grace_hours: int = 48
+    # How far ahead an expiresAt may be: ten years is "never" for a prompt rule, and a
+    # bound keeps the TTL arithmetic far from datetime's year 9999.
+    memory_expiry_max_days: int = 3_650
 
     # Background work
     memory_jobs_queue_url: str = ""

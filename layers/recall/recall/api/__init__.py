@@ -4,8 +4,12 @@ place where errors become status codes and the API's error body
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Mapping
+from itertools import accumulate
 import json
+import re
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -26,6 +30,7 @@ from recall.errors import (
 )
 from recall.observability import logger
 from recall.settings import get_settings
+from recall.store.keys import fits_id, fits_user_id
 
 STATUS: dict[type[DomainError], int] = {
     Unauthenticated: 401,
@@ -77,6 +82,8 @@ def caller_id(app: APIGatewayHttpResolver) -> str:
     subject = (claims or {}).get("sub")
     if not isinstance(subject, str) or not subject.strip():
         raise Unauthenticated("Sign in: the request carries no identity.")
+    if not fits_user_id(subject):
+        raise Unauthenticated("The token's subject is not one this API can serve.")
     return subject
 
 
@@ -89,9 +96,36 @@ def _raw_error(status: int, code: str, message: str) -> dict[str, Any]:
     }
 
 
+MAX_JSON_DEPTH = 32
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]")
+
+
+def json_depth(text: str) -> int:
+    """How deeply ``text``'s arrays and objects nest, without a recursive parser: strings
+    are dropped, then the brackets left are counted, so a body 10,000 levels deep is
+    measured, not parsed."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    steps = (1 if char in "[{" else -1 for char in brackets)
+    return max(accumulate(steps, initial=0))
+
+
+def _body_text(body: str, encoded: bool) -> str | None:
+    """The body as text, or None when it is not UTF-8 (API Gateway base64-encodes such a
+    body, and Powertools would raise ``UnicodeDecodeError`` decoding it)."""
+    try:
+        if encoded:
+            return base64.b64decode(body, validate=True).decode("utf-8")
+        body.encode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    return body
+
+
 class JsonResolver(APIGatewayHttpResolver):
-    """JSON in, JSON out. A body that is too large or not JSON is refused before anything
-    parses it, so no parser of another media type ever sees client bytes."""
+    """JSON in, JSON out. A body that is too large, not JSON, not UTF-8 or nested too deeply
+    is refused before anything parses it, so no parser ever sees bytes it would fail on
+    with a 500 (``UnicodeDecodeError``, ``RecursionError``)."""
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         body = event.get("body") or ""
@@ -109,6 +143,19 @@ class JsonResolver(APIGatewayHttpResolver):
                 "unsupported_media_type",
                 "Send the body as JSON with the header content-type: application/json.",
             )
+        text = _body_text(body, bool(event.get("isBase64Encoded")))
+        if text is None:
+            return _raw_error(400, "malformed_json", "The request body is not UTF-8 text.")
+        if json_depth(text) > MAX_JSON_DEPTH:
+            return _raw_error(
+                400,
+                "malformed_json",
+                f"The request body nests more than {MAX_JSON_DEPTH} levels deep.",
+            )
+        project_id = (event.get("pathParameters") or {}).get("projectId")
+        if project_id is not None and not fits_id(str(project_id)):
+            # No one has a role on a project id no project can have: the stranger's 403.
+            return _raw_error(403, Forbidden.code, "You have no role on this project.")
         return super().resolve(event, context)
 
 

@@ -21,11 +21,14 @@ SYSTEM_TEXT = (
     "forbidden entries are never done. Be concise and concrete."
 )
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+# Every control character (C0, DEL and C1, which holds U+0085 NEL) and the line and
+# paragraph separators: all that ``str.splitlines()`` breaks on, and more.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
 def _neutral(text: str) -> str:
-    """One line of plain text that cannot open or close a block."""
+    """One line of plain text that cannot open or close a block, whoever splits it into
+    lines (``split("\\n")`` or ``str.splitlines()``)."""
     return _UNSAFE.sub(" ", text).replace("<", "‹").replace(">", "›").strip()
 
 

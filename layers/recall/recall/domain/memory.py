@@ -63,6 +63,7 @@ THREAD_BLOCK = "thread_memory"
 _KEY = re.compile(KEY_PATTERN)
 _ORDER = {category: position for position, category in enumerate(Category)}
 _BREAKING = frozenset({"Cc", "Cs", "Zl", "Zp"})
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp"})
 
 
 class MemoryEntry(BaseModel):
@@ -140,19 +141,29 @@ def plain_text(text: str) -> str:
     return " ".join(spaced.split())
 
 
+def shows_something(text: str) -> bool:
+    """Whether ``text`` has a character a reader can see: one made only of spaces,
+    controls, separators or format characters (zero-width, BOM…) is blank."""
+    return any(unicodedata.category(char) not in _INVISIBLE for char in text)
+
+
 def check_key(key: str) -> str:
-    if not _KEY.fullmatch(key):
+    """A key of ``[a-z0-9_.-]``, not only dots: an HTTP client normalises ``.`` and ``..``
+    out of a path, so such an entry could never be read or deleted by its URL."""
+    if not _KEY.fullmatch(key) or not key.strip("."):
         raise Invalid(
-            "A memory key is 1 to 64 characters: lowercase letters, digits, '_', '-' or '.'.",
-            [{"field": "key", "message": "1 to 64 of a-z 0-9 _ - ."}],
+            "A memory key is 1 to 64 characters: lowercase letters, digits, '_', '-' or '.', "
+            "not only dots.",
+            [{"field": "key", "message": "1 to 64 of a-z 0-9 _ - ., not only dots"}],
         )
     return key
 
 
 def check_value(value: str, max_chars: int) -> str:
-    """The value as it is stored: one line of plain text, 1 to ``max_chars`` characters."""
+    """The value as it is stored: one line of plain text, 1 to ``max_chars`` characters,
+    at least one of them visible."""
     cleaned = plain_text(value)
-    if not cleaned or len(cleaned) > max_chars:
+    if not shows_something(cleaned) or len(cleaned) > max_chars:
         raise Invalid(
             f"A memory value is plain text of 1 to {max_chars} characters.",
             [{"field": "value", "message": f"1 to {max_chars} characters"}],

@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+import math
 import re
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from recall.domain.access import Role
+from recall.domain.memory import shows_something
 from recall.errors import Invalid
 
 ContextValue = str | int | float | bool
 
 _ATTRIBUTE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
+
+# What a DynamoDB number can hold: 38 significant digits, magnitude 1E-130 to under 1E+126.
+NUMBER_MAX_DIGITS = 38
+NUMBER_MIN_EXPONENT = -130
+NUMBER_MAX_EXPONENT = 125
+
+
+def storable_number(value: int | float) -> bool:
+    """Whether DynamoDB can store ``value`` exactly as sent: finite, at most 38 significant
+    digits, zero or of magnitude 1E-130 to under 1E+126. Anything else would fail the
+    write (a 500), so it is refused before the store sees it."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    number = Decimal(value) if isinstance(value, int) else Decimal(repr(value))
+    if number.is_zero():
+        return True
+    significant = "".join(map(str, number.as_tuple().digits)).strip("0")
+    return (
+        len(significant) <= NUMBER_MAX_DIGITS
+        and NUMBER_MIN_EXPONENT <= number.adjusted() <= NUMBER_MAX_EXPONENT
+    )
 
 
 class Project(BaseModel):
@@ -39,7 +65,7 @@ def owner_delta(before: Role | None, after: Role | None) -> int:
 
 def checked_name(name: str, max_chars: int) -> str:
     cleaned = " ".join(name.split())
-    if not cleaned:
+    if not shows_something(cleaned):
         raise Invalid(
             "A project needs a name.", [{"field": "name", "message": "must not be blank"}]
         )
@@ -67,6 +93,14 @@ def checked_context(
         elif isinstance(value, str) and len(value) > max_value_chars:
             details.append(
                 {"field": f"context.{name}", "message": f"at most {max_value_chars} characters"}
+            )
+        elif isinstance(value, int | float) and not storable_number(value):
+            details.append(
+                {
+                    "field": f"context.{name}",
+                    "message": "a finite number of at most 38 significant digits, "
+                    "zero or of magnitude 1e-130 to under 1e126",
+                }
             )
     if details:
         raise Invalid("The project context is not valid.", details)

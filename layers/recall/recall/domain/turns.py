@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from recall.domain.ids import new_id
-from recall.domain.memory import MemoryEntry
+from recall.domain.memory import MemoryEntry, shows_something
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelError, ModelReply, ToolCall, ToolResult, Usage
 from recall.errors import Invalid, TooLarge
@@ -35,7 +35,7 @@ class Exchange:
 def checked_message(text: str, max_chars: int) -> str:
     """The message without surrounding blanks; blank is a 422, over the limit a 413."""
     stripped = text.strip()
-    if not stripped:
+    if not shows_something(stripped):
         raise Invalid(
             "A message needs some text.", [{"field": "message", "message": "must not be blank"}]
         )

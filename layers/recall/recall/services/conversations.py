@@ -8,12 +8,14 @@ from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.conversations import DEFAULT_TITLE, Conversation, Period, period_of
 from recall.domain.ids import new_id
+from recall.domain.memory import shows_something
 from recall.domain.messages import Message
 from recall.errors import Invalid, NotFound
 from recall.observability import logger, metrics
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
+from recall.store.keys import fits_id
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
@@ -92,6 +94,8 @@ class ConversationService:
         """Hide the thread, then delete its messages, session and thread memory, then the
         thread itself; a retry after a failure part-way finishes the job."""
         self._access.require(user_id, project_id, Role.EDITOR)
+        if not fits_id(conversation_id):
+            raise NotFound("No such conversation.")
         self._conversations.mark_deleting(user_id, project_id, conversation_id)
         messages = self._messages.delete_thread(user_id, project_id, conversation_id)
         self._sessions.delete(user_id, project_id, conversation_id)
@@ -107,6 +111,9 @@ class ConversationService:
         )
 
     def _owned(self, user_id: str, project_id: str, conversation_id: str) -> Conversation:
+        """The caller's thread; an id no thread could have is a 404 without a read."""
+        if not fits_id(conversation_id):
+            raise NotFound("No such conversation.")
         conversation = self._conversations.get(user_id, project_id, conversation_id)
         if conversation is None:
             raise NotFound("No such conversation.")
@@ -114,7 +121,7 @@ class ConversationService:
 
     def _checked_title(self, title: str) -> str:
         cleaned = " ".join(title.split())
-        if not cleaned or len(cleaned) > self._settings.title_max_chars:
+        if not shows_something(cleaned) or len(cleaned) > self._settings.title_max_chars:
             raise Invalid(
                 f"A title is 1 to {self._settings.title_max_chars} characters.",
                 [

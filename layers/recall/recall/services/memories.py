@@ -3,7 +3,7 @@ model's tool calls, background writes from extraction and consolidation, and his
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -25,6 +25,7 @@ from recall.observability import logger, metrics
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
+from recall.store.keys import fits_id
 from recall.store.memories import MemoryStore
 
 
@@ -65,6 +66,12 @@ class MemoryService:
         if expires_at is not None and expires_at <= now:
             raise Invalid(
                 "expiresAt is in the past.", [{"field": "expiresAt", "message": "in the past"}]
+            )
+        max_days = self._settings.memory_expiry_max_days
+        if expires_at is not None and expires_at - now > timedelta(days=max_days):
+            raise Invalid(
+                f"expiresAt is at most {max_days} days ahead.",
+                [{"field": "expiresAt", "message": f"at most {max_days} days ahead"}],
             )
         entry = self._explicit(key, value, category, scope, thread, expires_at)
         self._own_thread(user_id, project_id, entry.conversation_id)
@@ -212,6 +219,9 @@ class MemoryService:
         none); anyone else's thread, or none at all, is a 404."""
         if not conversation_id:
             return None
-        if self._conversations.get(user_id, project_id, conversation_id) is None:
+        if (
+            not fits_id(conversation_id)
+            or self._conversations.get(user_id, project_id, conversation_id) is None
+        ):
             raise NotFound("No such conversation.")
         return conversation_id

@@ -8,10 +8,11 @@ from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.ids import new_id
 from recall.domain.projects import Member, Project, checked_context, checked_name, owner_delta
-from recall.errors import Conflict, NotFound
+from recall.errors import Conflict, Invalid, NotFound
 from recall.observability import logger
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
+from recall.store.keys import USER_ID_MAX_BYTES, fits_user_id
 from recall.store.projects import ProjectStore
 
 
@@ -76,6 +77,11 @@ class ProjectService:
     ) -> tuple[Member, bool]:
         """Add or change a member; ``True`` when they were added."""
         self._access.require(user_id, project_id, Role.OWNER)
+        if not fits_user_id(member_id):
+            raise Invalid(
+                f"A user id is 1 to {USER_ID_MAX_BYTES} bytes without '#'.",
+                [{"field": "userId", "message": f"1 to {USER_ID_MAX_BYTES} bytes, no '#'"}],
+            )
         for attempt in range(self._settings.member_change_attempts):
             before = self._projects.role_of(project_id, member_id)
             member = Member(
@@ -101,6 +107,8 @@ class ProjectService:
 
     def remove_member(self, user_id: str, project_id: str, member_id: str) -> None:
         self._access.require(user_id, project_id, Role.OWNER)
+        if not fits_user_id(member_id):
+            raise NotFound("That user is not a member of this project.")
         for attempt in range(self._settings.member_change_attempts):
             before = self._projects.role_of(project_id, member_id)
             if before is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable, Iterator, Mapping
-from decimal import Decimal
+from decimal import Context, Decimal
 from functools import lru_cache
 import json
 import random
@@ -62,9 +62,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_EXACT = Context(prec=38)
+
+
 def _dynamo_ready(value: Any) -> Any:
     if isinstance(value, float):
         return Decimal(str(value))
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**38:
+        # Trailing zeros dropped, so a large round number fits DynamoDB's 38 digits.
+        return Decimal(value).normalize(_EXACT)
     if isinstance(value, list):
         return [_dynamo_ready(part) for part in value]
     if isinstance(value, dict):
@@ -99,6 +105,10 @@ def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
     return {key: _plain(_deserializer.deserialize(value)) for key, value in item.items()}
 
 
+_CONFLICTS = {"ConditionalCheckFailed", "TransactionConflict"}
+_THROTTLED_REASONS = _THROTTLING | {"ProvisionedThroughputExceeded", "ThrottlingError"}
+
+
 def error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
@@ -109,10 +119,14 @@ def translate(exc: ClientError, conflict_message: str = "The item changed meanwh
     if code in {"ConditionalCheckFailedException", "TransactionConflictException"}:
         return Conflict(conflict_message)
     if code == "TransactionCanceledException":
-        reasons = exc.response.get("CancellationReasons", [])
-        if any(reason.get("Code") in _THROTTLING for reason in reasons):
+        # Read the reasons exactly: only a failed condition or a competing transaction is a
+        # conflict; a reason like ValidationError is a request DynamoDB refused (a bug).
+        reasons = set(cancellation_codes(exc))
+        if reasons & _THROTTLED_REASONS:
             return Throttled("The store is busy; try again shortly.")
-        return Conflict(conflict_message)
+        if not reasons or (reasons & _CONFLICTS and reasons <= _CONFLICTS | {"None"}):
+            return Conflict(conflict_message)
+        return exc
     if code in _THROTTLING:
         return Throttled("The store is busy; try again shortly.")
     return exc

@@ -1,6 +1,13 @@
-"""Every key format of Recall's tables, defined once. Project, conversation and message
-ids are ULIDs and memory keys are ``[a-z0-9_.-]``, so none contains ``#``; a user id (the
-JWT ``sub``) comes first, so an owner key splits back at its last ``#``."""
+"""Every key format of Recall's tables, defined once, and the sizes of the ids that go in
+them. Project, conversation and message ids are ULIDs and memory keys are ``[a-z0-9_.-]``,
+so none contains ``#``; nor may a user id (the JWT ``sub``): it comes first in every joined
+key, which splits back at its ``#``.
+
+DynamoDB refuses a partition key over 2,048 bytes and a sort key over 1,024 bytes (moto
+does not), so every id a client sends is bounded here, before any key is built from it:
+a user id is at most what fits after ``MEMBER#`` in the Projects sort key, and a project
+or conversation id gets half of what a thread key (``<user>#<project>#<conversation>``)
+leaves after the longest user id."""
 
 from __future__ import annotations
 
@@ -10,6 +17,29 @@ import hashlib
 from recall.domain import clock
 
 SEPARATOR = "#"
+PARTITION_KEY_MAX_BYTES = 2_048
+SORT_KEY_MAX_BYTES = 1_024
+USER_ID_MAX_BYTES = SORT_KEY_MAX_BYTES - len("MEMBER#")
+ID_MAX_BYTES = (PARTITION_KEY_MAX_BYTES - USER_ID_MAX_BYTES - 2 * len(SEPARATOR)) // 2
+
+
+def _fits(value: str, max_bytes: int) -> bool:
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return False
+    return 0 < size <= max_bytes and SEPARATOR not in value
+
+
+def fits_user_id(user_id: str) -> bool:
+    """Whether ``user_id`` can go into every key that holds a user id."""
+    return _fits(user_id, USER_ID_MAX_BYTES)
+
+
+def fits_id(value: str) -> bool:
+    """Whether a project or conversation id from a client can go into every key that holds
+    one; an id that cannot was never issued, so it names nothing."""
+    return _fits(value, ID_MAX_BYTES)
 
 
 def owner_key(user_id: str, project_id: str) -> str:

@@ -1,0 +1,81 @@
+"""Bodies no parser should ever see get a 400 with the API's error body, on every route
+that takes one: bytes that are not UTF-8 (API Gateway base64-encodes them) and JSON nested
+deeper than any request needs (a recursive parser would fail with a 500)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+import pytest
+
+from local import runtime, template
+from local.seed import seed_project
+
+USER = "hostile-body-user"
+PROJECT = "01M8MKH0STB0DY000000000000"
+THREAD = "01M8MKH0STB0DY000000000001"
+PATH_VALUES = {"projectId": PROJECT, "conversationId": THREAD, "key": "tone", "userId": "someone"}
+BODY_ROUTES = [route for route in template.routes() if route.method in {"POST", "PUT", "PATCH"}]
+FAST = settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+def _not_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+NOT_UTF8 = st.binary(min_size=1, max_size=64).filter(_not_utf8)
+OPENERS = st.lists(st.sampled_from(["[", '{"a":']), min_size=33, max_size=10_000)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hostile_project(embedded_store: Any) -> None:
+    """A project and thread the caller owns, so nothing stops a request before the body."""
+    seed_project(USER, PROJECT, THREAD)
+
+
+def _send(route: template.Route, body: bytes | str) -> dict[str, Any]:
+    path = route.path
+    for name in route.pattern.groupindex:
+        path = path.replace("{" + name + "}", PATH_VALUES[name])
+    event = runtime.http_event(route.method, path, body=body, sub=USER)
+    reply: dict[str, Any] = runtime.invoke(route.function, event)
+    return reply
+
+
+@FAST
+@given(route=st.sampled_from(BODY_ROUTES), data=NOT_UTF8)
+def test_a_body_that_is_not_utf8_is_a_400(route: template.Route, data: bytes) -> None:
+    # Given bytes that are not UTF-8, which API Gateway sends base64-encoded
+    # When they are the body of any route that takes one
+    reply = _send(route, data)
+
+    # Then the answer is 400 with the API's error body
+    assert reply["statusCode"] == 400, (route.route_key, data, reply)
+    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+
+
+@FAST
+@given(route=st.sampled_from(BODY_ROUTES), openers=OPENERS)
+@example(route=BODY_ROUTES[0], openers=["["] * 10_000)
+def test_json_nested_too_deep_is_a_400(route: template.Route, openers: list[str]) -> None:
+    # Given JSON nested from 33 up to 10,000 levels deep, closed properly
+    closers = "".join("]" if opener == "[" else "}" for opener in reversed(openers))
+    body = "".join(openers) + "1" + closers
+
+    # When it is the body of any route that takes one
+    reply = _send(route, body)
+
+    # Then the answer is 400 with the API's error body
+    assert reply["statusCode"] == 400, (route.route_key, reply)
+    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
