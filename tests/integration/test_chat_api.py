@@ -791,3 +791,29 @@ def test_a_message_of_exactly_the_maximum_length_is_accepted_and_one_more_is_413
     assert say(alice, project, "x" * longest).status == 200
     too_long = say(alice, project, "x" * (longest + 1))
     assert too_long.status == 413, too_long
+
+
+def test_archiving_a_thread_while_a_turn_runs_leaves_it_archived_in_the_archived_list(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None]
+) -> None:
+    # Given a turn whose model call takes long enough for the user to archive the thread
+    project = make_project(alice)
+    thread = say(alice, project, "start").body["conversation"]["id"]
+    base = f"/projects/{project}/conversations"
+
+    class ArchivesMeanwhile:
+        def converse(self, request: ModelRequest) -> ModelReply:
+            archived = alice.patch(f"{base}/{thread}", {"archived": True})
+            assert archived.status == 200, archived
+            return OfflineProvider().converse(request)
+
+    use_provider(ArchivesMeanwhile())
+    # When the turn saves
+    assert say(alice, project, "one more", thread).status == 200
+    # Then the thread is where the archive put it, with the turn in it
+    live = [row["id"] for row in alice.get(base).body["conversations"]]
+    archived = alice.get(base, query="archived=true").body["conversations"]
+    assert thread not in live
+    assert [(row["id"], row["archived"], row["turnCount"]) for row in archived] == [
+        (thread, True, 2)
+    ]

@@ -23,7 +23,7 @@ from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import LoadedTurn, TurnContextLoader
 from recall.settings import Settings
 from recall.store.sessions import SessionStore
-from recall.store.turns import SavedTurn, SessionChanged, TurnStore
+from recall.store.turns import ConversationChanged, SavedTurn, SessionChanged, TurnStore
 
 
 @dataclass
@@ -147,6 +147,10 @@ class ChatService:
                         at=at,
                     )
                 )
+            except ConversationChanged as changed:
+                logger.info("thread changed during the turn; saving again")
+                conversation = changed.conversation
+                continue
             except SessionChanged:
                 logger.info("turn raced another; retrying", extra={"attempt": attempt + 1})
                 current = self._sessions.get(

@@ -178,7 +178,8 @@ class ConversationStore:
         self, conversation: Conversation, added_messages: int, model: str, updated_at: str
     ) -> dict[str, Any]:
         """The counters a turn moves, for the turn's transaction; fails if the thread was
-        deleted meanwhile."""
+        deleted meanwhile, or archived or unarchived since the turn read it (its place in
+        the list follows the flag)."""
         return {
             "TableName": self._table,
             "Key": conversation_key(
@@ -188,9 +189,10 @@ class ConversationStore:
                 "SET #updatedAt = :updatedAt, #recency = :recency, #model = :model"
                 " ADD #messageCount :added, #turnCount :one"
             ),
-            "ConditionExpression": _LIVE,
+            "ConditionExpression": f"{_LIVE} AND #archived = :archived",
             "ExpressionAttributeNames": {
                 **_LIVE_NAMES,
+                "#archived": "archived",
                 "#updatedAt": "updatedAt",
                 "#recency": "recency",
                 "#model": "model",
@@ -203,6 +205,7 @@ class ConversationStore:
                     recency(conversation.archived, updated_at, conversation.conversation_id)
                 ),
                 ":model": to_value(model),
+                ":archived": to_value(conversation.archived),
                 ":added": to_value(added_messages),
                 ":one": to_value(1),
             },

@@ -58,6 +58,15 @@ class SessionChanged(Conflict):
     """Another turn on the same thread saved first; re-read and try again."""
 
 
+class ConversationChanged(Conflict):
+    """The thread was archived or unarchived while the turn ran: save again over it as it
+    is now, so the turn never writes back a flag it read before the model."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        super().__init__("The conversation changed meanwhile.")
+        self.conversation = conversation
+
+
 class TurnStore:
     def __init__(
         self,
@@ -145,7 +154,12 @@ class TurnStore:
                 raise translate(exc) from exc
             codes = cancellation_codes(exc)
             if len(codes) > conversation_at and codes[conversation_at] == _FAILED:
-                raise NotFound("The conversation was deleted.") from exc
+                now = self._conversations.get(
+                    conversation.user_id, conversation.project_id, conversation.conversation_id
+                )
+                if now is None:
+                    raise NotFound("The conversation was deleted.") from exc
+                raise ConversationChanged(now) from exc
             if len(codes) > session_at and codes[session_at] == _FAILED:
                 raise SessionChanged("Another turn saved first.") from exc
             raise translate(exc) from exc
