@@ -19,7 +19,7 @@ from recall.domain.messages import Message
 from recall.domain.session import Session
 from recall.settings import get_settings
 from recall.store.conversations import conversation_key
-from recall.store.dynamodb import dynamodb_client
+from recall.store.dynamodb import dynamodb_client, encode_cursor
 from recall.store.keys import owner_key, thread_key
 from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
@@ -365,3 +365,34 @@ def test_a_stranger_is_refused_before_any_thread_is_looked_up(
         reply = call()
         assert reply.status == 403, reply
         assert [operation for operation, _ in requests.sent] == ["BatchGetItem"], requests.sent
+
+
+def test_a_cursor_from_the_archived_list_is_refused_on_the_live_list(
+    alice: Api, make_project: Callable[..., str]
+) -> None:
+    # Given two archived threads and two live ones
+    project = make_project(alice)
+    base = f"/projects/{project}/conversations"
+    threads = [start(alice, project)["id"] for _ in range(4)]
+    for thread in threads[:2]:
+        assert alice.patch(f"{base}/{thread}", {"archived": True}).status == 200
+    archived_cursor = alice.get(base, query="archived=true&limit=1").body["nextCursor"]
+    live_cursor = alice.get(base, query="limit=1").body["nextCursor"]
+    # When / Then: each cursor pages its own list and no other (DynamoDB would refuse a start
+    # key outside the query's range; moto would not)
+    assert alice.get(base, query=f"archived=true&cursor={archived_cursor}").status == 200
+    assert alice.get(base, query=f"cursor={live_cursor}").status == 200
+    assert alice.get(base, query=f"cursor={archived_cursor}").status == 422
+    assert alice.get(base, query=f"archived=true&cursor={live_cursor}").status == 422
+
+
+def test_an_edited_list_cursor_is_a_422(alice: Api, make_project: Callable[..., str]) -> None:
+    project = make_project(alice)
+    base = f"/projects/{project}/conversations"
+    for _ in range(2):
+        start(alice, project)
+    issued = alice.get(base, query="limit=1").body["nextCursor"]
+    values = json.loads(base64.urlsafe_b64decode(issued + "=" * (-len(issued) % 4)))
+    values["conversationId"] = "01JSOMEONEELSEAAAAAAAAAAAA"
+    edited = encode_cursor(values)
+    assert alice.get(base, query=f"cursor={edited}").status == 422

@@ -14,7 +14,7 @@ from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
 from recall.domain.conversations import Conversation
-from recall.errors import Conflict, NotFound
+from recall.errors import Conflict, Invalid, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
@@ -133,6 +133,16 @@ class ConversationStore:
         }
         if cursor:
             start = decode_cursor(cursor, {"recency", "conversationId"})
+            prefix = ARCHIVED if archived else LIVE
+            if not (
+                start["recency"].startswith(prefix)
+                and start["recency"].endswith(f"#{start['conversationId']}")
+            ):
+                # DynamoDB refuses a start key outside the query's range (moto does not)
+                raise Invalid(
+                    "The cursor belongs to another list; start again without it.",
+                    [{"field": "cursor", "message": "from another list"}],
+                )
             query["ExclusiveStartKey"] = to_item({"owner": owner, **start})
         result = self.client.query(**query)
         rows = [row for row in map(conversation_from, result["Items"]) if row is not None]
