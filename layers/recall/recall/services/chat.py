@@ -80,7 +80,7 @@ class ChatService:
         )
         exchange = self._tools.converse(request, user_id, project_id, conversation.conversation_id)
         try:
-            user_message, assistant, left_window = self._save(loaded, text, model_id, exchange)
+            saved, left_window = self._save(loaded, text, model_id, exchange)
         except NotFound:
             # The thread was deleted while the model ran: the delete may have swept thread
             # memory before the tools wrote theirs.
@@ -89,11 +89,12 @@ class ChatService:
         self._followups.queue(
             self._followups.jobs_after(
                 conversation,
-                conversation.message_count + len(exchange.rounds) + 2,
+                conversation.message_count + len(saved),
                 text,
                 left_window,
             )
         )
+        user_message, assistant = saved[0], saved[-1]
         metrics.add_metric(name="ChatTurns", unit=MetricUnit.Count, value=1)
         if exchange.failure is not None:
             metrics.add_metric(name="ChatTurnsFailed", unit=MetricUnit.Count, value=1)
@@ -124,7 +125,7 @@ class ChatService:
 
     def _save(
         self, loaded: LoadedTurn, text: str, model_id: str, exchange: Exchange
-    ) -> tuple[Message, Message, bool]:
+    ) -> tuple[list[Message], bool]:
         """One transaction; when another turn on the thread saved first, re-read its session
         and save again with fresh ids, so both turns land in order. Also says whether
         messages left the window (a summary has something to fold)."""
@@ -160,5 +161,5 @@ class ChatService:
                 continue
             kept = {message.message_id for message in next_session.window}
             left = any(message.message_id not in kept for message in session.window)
-            return saved[0], saved[-1], left
+            return saved, left
         raise Conflict("The conversation is too busy; try again.")
