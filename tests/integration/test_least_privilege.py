@@ -25,11 +25,12 @@ import pytest
 from local import background, embedded, runtime, template
 from local.seed import DEMO_USER, grow_thread, seed_demo
 from recall.domain import clock
+from recall.domain.prompt import ModelProvider, ModelReply, ModelRequest
 from recall.providers.bedrock import BedrockProvider
 from recall.store.dynamodb import dynamodb_client
 from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client
-from recall.wiring import model_choice, session_store
+from recall.wiring import memory_store, model_choice, session_store
 from tests.integration.test_events import EVENT_FILES, function_of, load
 
 REGION, ACCOUNT = "us-east-1", "000000000000"
@@ -297,11 +298,34 @@ def chat(project: str, message: str, conversation: str | None = None, **headers:
     return call("POST", f"/projects/{project}/chat", body, **headers)
 
 
+class RivalWriteFirst:
+    """A model that, while it thinks, lets another writer change every persistent entry
+    first, so the turn's save meets changed versions and reads its entries again."""
+
+    def __init__(self, recorder: Recorder, project: str, model: ModelProvider) -> None:
+        self._recorder = recorder
+        self._project = project
+        self._model = model
+        self._done = False
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        if not self._done:
+            self._done = True
+            function, self._recorder.function = self._recorder.function, None
+            store = memory_store()
+            now = clock.now()
+            for entry in store.active(DEMO_USER, self._project, None, now)[0]:
+                store.write(DEMO_USER, self._project, entry.model_copy(update={"value": "x"}), now)
+            self._recorder.function = function
+        return self._model.converse(request)
+
+
 def run_everything(
     store: embedded.EmbeddedStore, recorder: Recorder, bedrock: BedrockProvider
 ) -> None:
     """Every sample event; then turns that save and forget memory (one idempotent, one on
-    ``latest``, one after its session was pruned, one through Bedrock), thread memory and
+    ``latest``, one after its session was pruned, one that meets its entries changed
+    meanwhile, one through Bedrock), thread memory and
     an entry that expires; then the schedules, the worker on every job all that queued
     (extraction, the summary of a thread longer than the window, consolidation), and the
     thread's deletion."""
@@ -316,6 +340,8 @@ def run_everything(
     chat(project, "Forget the header rule.", "latest")
     grow_thread(DEMO_USER, project, thread, 24)
     session_store().delete(DEMO_USER, project, thread)
+    chat(project, "I prefer short answers, always.", thread)
+    model_choice().use(RivalWriteFirst(recorder, project, model_choice()("offline")))
     chat(project, "I prefer short answers, always.", thread)
     model_choice().use(bedrock)
     chat(project, "What colour is the header?", thread)

@@ -16,6 +16,7 @@ import pytest
 from recall.domain import clock
 from recall.domain.ids import new_id
 from recall.domain.memory import Action, Category, MemoryEntry, Scope, Source
+from recall.domain.turn_memory import TurnMemory
 from recall.errors import Conflict
 from recall.services.access import ProjectAccess
 from recall.services.memories import MemoryService
@@ -23,7 +24,7 @@ from recall.settings import get_settings
 from recall.store.conversations import ConversationStore
 from recall.store.dynamodb import cancellation_codes, dynamodb_client, from_item, to_item
 from recall.store.keys import owner_key as owner_of
-from recall.store.memories import MemoryStore
+from recall.store.memories import HeldMemory, MemoryStore, TurnMemoryWrites
 from recall.store.memory_items import BY_DUE, entry_sk
 from recall.store.projects import ProjectStore
 
@@ -63,6 +64,40 @@ def service_over(store: MemoryStore) -> MemoryService:
     return MemoryService(
         settings, ProjectAccess(ProjectStore(settings)), ConversationStore(settings), store
     )
+
+
+class ToolTurn:
+    """A turn's memory tools over the real store: each call is held, then saved as the
+    turn's transaction saves memory (its items and counter moves), one turn per call."""
+
+    def __init__(self, store: MemoryStore, me: Caller) -> None:
+        self._store = store
+        self._me = me
+        self._service = service_over(store)
+
+    def save(self, key: str, value: str, category: str, scope: str) -> MemoryEntry:
+        memory, held = self._memory()
+        memory.save(self._service.tool_entry(THREAD, key, value, category, scope))
+        return self._land(memory, held).stored[0]
+
+    def forget(self, key: str, scope: str) -> bool:
+        memory, held = self._memory()
+        if not memory.forget(*self._service.tool_place(THREAD, key, scope)):
+            return False
+        self._land(memory, held)
+        return True
+
+    def _memory(self) -> tuple[TurnMemory, HeldMemory]:
+        held = self._store.held(self._me.user, self._me.project, THREAD, clock.now())
+        return self._service.turn_memory(held), held
+
+    def _land(self, memory: TurnMemory, held: HeldMemory) -> TurnMemoryWrites:
+        writes = self._store.turn_writes(
+            self._me.user, self._me.project, held, memory.changes(), clock.now()
+        )
+        moves = [move.update(writes.table) for move in writes.moves.values()]
+        self._store.client.transact_write_items(TransactItems=[*writes.items, *moves])
+        return writes
 
 
 def entry(key: str, value: str = "v", **fields: Any) -> MemoryEntry:
@@ -234,9 +269,7 @@ def test_a_background_write_updates_a_background_entry_and_the_newest_value_wins
 
 def test_an_explicit_write_replaces_a_background_entry(store: MemoryStore, me: Caller) -> None:
     store.write(me.user, me.project, extracted("palette", "navy"), NOW)
-    saved = service_over(store).save_explicit(
-        me.user, me.project, THREAD, "palette", "teal", "preferences", "persistent"
-    )
+    saved = ToolTurn(store, me).save("palette", "teal", "preferences", "persistent")
     assert saved.source == Source.EXPLICIT and saved.category == Category.PREFERENCES
     assert history(store, me, "palette") == [
         ("created", None, "navy", "extracted"),
@@ -478,11 +511,11 @@ def test_expire_deletes_only_an_entry_past_its_time_and_records_it(
 
 
 def test_every_change_appends_one_history_record(store: MemoryStore, me: Caller) -> None:
-    service = service_over(store)
-    service.save_explicit(me.user, me.project, THREAD, "tone", "warm", "brand", "persistent")
-    service.save_explicit(me.user, me.project, THREAD, "tone", "cool", "brand", "persistent")
-    assert service.forget_explicit(me.user, me.project, THREAD, "tone", "persistent") is True
-    assert service.forget_explicit(me.user, me.project, THREAD, "tone", "persistent") is False
+    tools = ToolTurn(store, me)
+    tools.save("tone", "warm", "brand", "persistent")
+    tools.save("tone", "cool", "brand", "persistent")
+    assert tools.forget("tone", "persistent") is True
+    assert tools.forget("tone", "persistent") is False
     records = store.history(me.user, me.project, "tone", None)
     assert [r.action for r in records] == [Action.CREATED, Action.UPDATED, Action.DELETED]
     assert [(r.old_value, r.new_value) for r in records] == [
@@ -496,15 +529,13 @@ def test_every_change_appends_one_history_record(store: MemoryStore, me: Caller)
 def test_a_tool_call_with_thread_scope_saves_into_the_current_thread(
     store: MemoryStore, me: Caller
 ) -> None:
-    service = service_over(store)
-    saved = service.save_explicit(
-        me.user, me.project, THREAD, "hero", "dark", "preferences", "thread"
-    )
+    tools = ToolTurn(store, me)
+    saved = tools.save("hero", "dark", "preferences", "thread")
     assert saved.scope == Scope.THREAD and saved.conversation_id == THREAD
     persistent, thread = store.active(me.user, me.project, THREAD, NOW)
     assert persistent == [] and [e.key for e in thread] == ["hero"]
-    assert service.forget_explicit(me.user, me.project, THREAD, "hero", "persistent") is False
-    assert service.forget_explicit(me.user, me.project, THREAD, "hero", "thread") is True
+    assert tools.forget("hero", "persistent") is False
+    assert tools.forget("hero", "thread") is True
 
 
 def test_background_writers_cannot_claim_to_be_explicit(store: MemoryStore, me: Caller) -> None:

@@ -8,10 +8,16 @@ from typing import Any
 class DomainError(Exception):
     code = "error"
 
-    def __init__(self, message: str, details: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
+        self.retry_after = retry_after  # seconds, sent as ``Retry-After``
 
 
 class Unauthenticated(DomainError):

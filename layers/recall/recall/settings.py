@@ -43,7 +43,10 @@ class Settings(BaseSettings):
     window_max_bytes: int = 300_000
     nudge_threshold_turns: int = 120
     session_idle_seconds: int = 86_400
-    turn_retry_max: int = 5
+    turn_retry_max: int = 8
+    turn_retry_base_seconds: float = 0.05
+    turn_retry_after_seconds: int = 1
+    turn_memory_changes_max: int = 10
     tool_rounds_max: int = 4
 
     # Memory

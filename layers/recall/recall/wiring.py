@@ -163,6 +163,8 @@ def chat_service() -> ChatService:
         ToolLoop(model_choice(), memory_service(), settings.tool_rounds_max),
         turn_store(),
         session_store(),
+        memory_service(),
+        memory_store(),
         TurnFollowUps(settings, job_queue()),
     )
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from recall.domain import clock
-from recall.domain.access import Role
+from recall.domain.access import Role, at_least
 from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
 from recall.domain.jobs import AnyJob
@@ -32,7 +32,8 @@ from recall.domain.messages import Message
 from recall.domain.projects import Member, Project
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.domain.session import Session
-from recall.errors import Conflict, NotFound
+from recall.domain.turn_memory import MemoryChange
+from recall.errors import Conflict, Forbidden, NotFound
 from recall.services.access import ProjectAccess
 from recall.services.chat import ChatService
 from recall.services.context import ContextService
@@ -43,6 +44,7 @@ from recall.services.projects import ProjectService
 from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import TurnContextLoader
 from recall.settings import Settings
+from recall.store.memories import HeldMemory, TurnMemoryWrites
 from recall.store.turns import SavedTurn, SessionChanged, TurnReads
 
 Thread = tuple[str, str, str]  # user, project, conversation
@@ -380,6 +382,51 @@ class InMemoryMemories:
             return persistent, []
         return persistent, self._active_in(user_id, project_id, conversation_id, now)
 
+    def held(
+        self, user_id: str, project_id: str, conversation_id: str | None, now: datetime
+    ) -> HeldMemory:
+        persistent, thread = self.active(user_id, project_id, conversation_id, now)
+        return HeldMemory(persistent, thread)
+
+    def refreshed(
+        self, user_id: str, project_id: str, held: HeldMemory, changes: list[MemoryChange]
+    ) -> HeldMemory:
+        return held
+
+    def reclaim(
+        self, user_id: str, project_id: str, conversation_id: str | None, now: datetime
+    ) -> bool:
+        return False
+
+    def turn_writes(
+        self,
+        user_id: str,
+        project_id: str,
+        held: HeldMemory,
+        changes: list[MemoryChange],
+        now: datetime,
+    ) -> TurnMemoryWrites:
+        """The changes themselves as the "items", for ``InMemoryTurns.save`` to apply."""
+        at = clock.stamp(now)
+        stored = [
+            change.entry.model_copy(update={"created_at": at, "updated_at": at})
+            for change in changes
+            if change.entry is not None
+        ]
+        forgotten = [change.key for change in changes if change.entry is None]
+        owner = f"{user_id}#{project_id}"
+        items: list[Any] = [(change, now) for change in changes]
+        return TurnMemoryWrites("memories", owner, items, {}, stored, forgotten)
+
+    def apply(self, user_id: str, project_id: str, writes: TurnMemoryWrites) -> None:
+        for change, now in writes.items:
+            if change.entry is not None:
+                self.write(user_id, project_id, change.entry, now)
+            else:
+                self.delete(
+                    user_id, project_id, change.key, change.conversation_id, Source.EXPLICIT, now
+                )
+
     def get(
         self, user_id: str, project_id: str, key: str, conversation_id: str | None, now: datetime
     ) -> MemoryEntry | None:
@@ -509,11 +556,13 @@ class InMemoryTurns:
         conversations: InMemoryConversations,
         messages: InMemoryMessages,
         sessions: InMemorySessions,
+        memories: InMemoryMemories,
     ) -> None:
         self._projects = projects
         self._conversations = conversations
         self._messages = messages
         self._sessions = sessions
+        self._memories = memories
         self.reads: list[str | None] = []  # the conversation id of each read
         self.attempts: list[SavedTurn] = []  # every save tried, landed or not
         self.saved: list[SavedTurn] = []
@@ -537,8 +586,13 @@ class InMemoryTurns:
         self._sessions.rival_saves_first(place)
         if self._conversations.get(*place) is None:
             raise NotFound("The conversation was deleted.")
+        role = self._projects.role_of(turn.conversation.project_id, turn.conversation.user_id)
+        if role not in at_least(Role.EDITOR):
+            raise Forbidden("Your role on this project changed: you can no longer chat here.")
         if not self._sessions.holds(place, turn.expected_version):
             raise SessionChanged("Another turn saved first.")
+        if turn.memory is not None:
+            self._memories.apply(place[0], place[1], turn.memory)
         self._messages.add(*place, turn.messages)
         self._sessions.sessions[place] = turn.session
         self._conversations.counted_turn(turn)
@@ -601,7 +655,9 @@ class InMemoryRecall:
     def __post_init__(self) -> None:
         settings = self.settings
         self.memories = InMemoryMemories(settings)
-        self.turns = InMemoryTurns(self.projects, self.conversations, self.messages, self.sessions)
+        self.turns = InMemoryTurns(
+            self.projects, self.conversations, self.messages, self.sessions, self.memories
+        )
         access = ProjectAccess(self.projects)
         self.project_service = ProjectService(settings, access, self.projects)
         self.conversation_service = ConversationService(
@@ -633,6 +689,8 @@ class InMemoryRecall:
             self.tool_loop,
             self.turns,
             self.sessions,
+            self.memory_service,
+            self.memories,  # type: ignore[arg-type]
             TurnFollowUps(settings, self.jobs),  # type: ignore[arg-type]
         )
         self.context_service = ContextService(

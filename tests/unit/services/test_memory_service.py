@@ -299,32 +299,33 @@ def test_background_writes_skip_malformed_entries_and_never_replace_an_explicit_
 def test_a_save_preference_call_ties_a_thread_entry_to_the_turns_thread() -> None:
     # Given
     recall = InMemoryRecall()
-    project = shop(recall)
-    thread = recall.conversations.add(BOB, project)
+    thread_id = "01JTHREAD0000000000000000A"
     service = recall.memory_service
     # When
-    thread_entry = service.save_explicit(
-        BOB, project, thread.conversation_id, "tone", "dry", "brand", "thread"
-    )
-    persistent = service.save_explicit(
-        BOB, project, thread.conversation_id, "lang", "en", "context", "persistent"
-    )
+    thread_entry = service.tool_entry(thread_id, "tone", "dry", "brand", "thread")
+    persistent = service.tool_entry(thread_id, "lang", "en", "context", "persistent")
     # Then
-    assert (thread_entry.scope, thread_entry.conversation_id) == ("thread", thread.conversation_id)
+    assert (thread_entry.scope, thread_entry.conversation_id) == ("thread", thread_id)
     assert (persistent.scope, persistent.conversation_id) == ("persistent", None)
     with pytest.raises(Invalid):
-        service.save_explicit(BOB, project, thread.conversation_id, "x", "v", "brand", "global")
+        service.tool_entry(thread_id, "x", "v", "brand", "global")
 
 
 def test_a_forget_preference_call_says_whether_there_was_an_entry_to_forget() -> None:
-    # Given
+    # Given a thread entry the turn read
     recall = InMemoryRecall()
     project = shop(recall)
     thread = recall.conversations.add(BOB, project)
     put(recall, BOB, project, "tone", conversation_id=thread.conversation_id)
     service = recall.memory_service
+    held = recall.memories.held(BOB, project, thread.conversation_id, clock.now())
+    memory = service.turn_memory(held)
+
+    def forget(scope: str) -> bool:
+        return memory.forget(*service.tool_place(thread.conversation_id, "tone", scope))
+
     # When / Then: a persistent entry of that key there is not
-    assert not service.forget_explicit(BOB, project, thread.conversation_id, "tone", "persistent")
-    assert service.forget_explicit(BOB, project, thread.conversation_id, "tone", "thread")
-    assert not service.forget_explicit(BOB, project, thread.conversation_id, "tone", "thread")
-    assert recall.memories.entries(BOB, project) == []
+    assert not forget("persistent")
+    assert forget("thread")
+    assert not forget("thread")
+    assert [(c.key, c.entry) for c in memory.changes()] == [("tone", None)]

@@ -44,13 +44,21 @@ STATUS: dict[type[DomainError], int] = {
 
 
 def error_response(
-    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
+    status: int,
+    code: str,
+    message: str,
+    details: list[dict[str, Any]] | None = None,
+    retry_after: int | None = None,
 ) -> Response[Any]:
     error: dict[str, Any] = {"code": code, "message": message}
     if details:
         error["details"] = details
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body={"error": error}
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body={"error": error},
+        headers=headers,
     )
 
 
@@ -163,7 +171,9 @@ def new_resolver() -> APIGatewayHttpResolver:
     app = JsonResolver(enable_validation=True)
 
     def _domain_error(error: DomainError) -> Response[Any]:
-        return error_response(_status_of(error), error.code, error.message, error.details)
+        return error_response(
+            _status_of(error), error.code, error.message, error.details, error.retry_after
+        )
 
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
         errors = list(error.errors())

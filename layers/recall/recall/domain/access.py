@@ -22,6 +22,11 @@ _WHAT = {
 }
 
 
+def at_least(needed: Role) -> list[Role]:
+    """Every role that may do what ``needed`` may."""
+    return [role for role in Role if _RANK[role] >= _RANK[needed]]
+
+
 def require(role: Role | None, needed: Role) -> Role:
     """The caller's role if it reaches ``needed``; no role at all is Forbidden too, never empty."""
     if role is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from recall.domain.ids import new_id
-from recall.domain.memory import MemoryEntry, shows_something
+from recall.domain.memory import shows_something
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelError, ModelReply, ToolCall, ToolResult, Usage
 from recall.errors import Invalid, TooLarge
@@ -26,8 +26,6 @@ class Exchange:
 
     reply: ModelReply | None = None
     rounds: list[ToolRound] = field(default_factory=list)
-    saved: list[MemoryEntry] = field(default_factory=list)
-    forgotten: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     failure: ModelError | None = None
 

@@ -1,10 +1,13 @@
 """One chat turn: load (one batched read, then memory once per scope), ask the model and
-run its memory tools, then save everything in one transaction, retried in order when
-another turn on the thread saved first."""
+run its memory tools, then save everything in one transaction: the messages, the session,
+the counters and the memory the tools changed. When another turn on the thread saved
+first, the save is retried in order after a jittered pause; a turn that gives up has
+written nothing and answers 409 with ``Retry-After``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+import time
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -15,15 +18,25 @@ from recall.domain.memory import MemoryEntry
 from recall.domain.messages import Message
 from recall.domain.prompt import Usage
 from recall.domain.session import Session, with_turn
+from recall.domain.turn_memory import TurnMemory
 from recall.domain.turns import Exchange, checked_message, checked_model, turn_messages
-from recall.errors import Conflict, ModelFailed, NotFound
+from recall.errors import Conflict, ModelFailed
 from recall.observability import logger, metrics
 from recall.services.followups import TurnFollowUps
+from recall.services.memories import MemoryService
 from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import LoadedTurn, TurnContextLoader
 from recall.settings import Settings
+from recall.store.dynamodb import backoff_seconds
+from recall.store.memories import HeldMemory, MemoryStore, TurnMemoryWrites
 from recall.store.sessions import SessionStore
-from recall.store.turns import ConversationChanged, SavedTurn, SessionChanged, TurnStore
+from recall.store.turns import (
+    ConversationChanged,
+    MemoryChanged,
+    SavedTurn,
+    SessionChanged,
+    TurnStore,
+)
 
 
 @dataclass
@@ -53,6 +66,8 @@ class ChatService:
         tools: ToolLoop,
         turns: TurnStore,
         sessions: SessionStore,
+        memory: MemoryService,
+        memories: MemoryStore,
         followups: TurnFollowUps,
     ) -> None:
         self._settings = settings
@@ -60,6 +75,8 @@ class ChatService:
         self._tools = tools
         self._turns = turns
         self._sessions = sessions
+        self._memory = memory
+        self._memories = memories
         self._followups = followups
 
     def turn(
@@ -78,14 +95,9 @@ class ChatService:
         request = assemble(
             loaded.context, text, model_id, settings.model_max_tokens, settings.model_temperature
         )
-        exchange = self._tools.converse(request, user_id, project_id, conversation.conversation_id)
-        try:
-            saved, left_window = self._save(loaded, text, model_id, exchange)
-        except NotFound:
-            # The thread was deleted while the model ran: the delete may have swept thread
-            # memory before the tools wrote theirs.
-            self._tools.discard_thread_writes(user_id, project_id, conversation.conversation_id)
-            raise
+        memory = self._memory.turn_memory(loaded.memory)
+        exchange = self._tools.converse(request, memory, conversation.conversation_id)
+        saved, left_window, written = self._save(loaded, text, model_id, exchange, memory)
         self._followups.queue(
             self._followups.jobs_after(
                 conversation,
@@ -117,26 +129,44 @@ class ChatService:
             created=loaded.created,
             message=assistant,
             user_message=user_message,
-            memories_saved=exchange.saved,
-            memories_forgotten=exchange.forgotten,
+            memories_saved=written.stored if written else [],
+            memories_forgotten=written.forgotten if written else [],
             nudge=Nudge(show=turns > threshold, turns=turns, threshold=threshold),
             usage=exchange.usage,
         )
 
     def _save(
-        self, loaded: LoadedTurn, text: str, model_id: str, exchange: Exchange
-    ) -> tuple[list[Message], bool]:
-        """One transaction; when another turn on the thread saved first, re-read its session
-        and save again with fresh ids, so both turns land in order. Also says whether
-        messages left the window (a summary has something to fold)."""
+        self,
+        loaded: LoadedTurn,
+        text: str,
+        model_id: str,
+        exchange: Exchange,
+        memory: TurnMemory,
+    ) -> tuple[list[Message], bool, TurnMemoryWrites | None]:
+        """One transaction. When another turn on the thread saved first, re-read its session
+        and save again with fresh ids, so both turns land in order; when a memory entry
+        moved meanwhile, re-read it. Also says whether messages left the window (a summary
+        has something to fold)."""
+        settings = self._settings
         conversation = loaded.conversation
-        session, exists = loaded.session, loaded.session_exists
-        for attempt in range(self._settings.turn_retry_max):
-            at = clock.stamp(clock.now())
+        user_id, project_id = conversation.user_id, conversation.project_id
+        session, exists, held = loaded.session, loaded.session_exists, loaded.memory
+        for attempt in range(settings.turn_retry_max):
+            if attempt:
+                time.sleep(backoff_seconds(attempt - 1, settings.turn_retry_base_seconds))
+            now = clock.now()
+            at = clock.stamp(now)
             saved = turn_messages(text, model_id, exchange, at)
             next_session = with_turn(
-                session, saved, self._settings.window_messages, self._settings.window_max_bytes
+                session, saved, settings.window_messages, settings.window_max_bytes
             ).model_copy(update={"updated_at": at})
+            # A turn the client is told failed keeps no memory its tools asked for.
+            changes = memory.changes() if exchange.failure is None else []
+            written = (
+                self._memories.turn_writes(user_id, project_id, held, changes, now)
+                if changes
+                else None
+            )
             try:
                 self._turns.save(
                     SavedTurn(
@@ -146,6 +176,7 @@ class ChatService:
                         expected_version=session.version if exists else None,
                         model_id=model_id,
                         at=at,
+                        memory=written,
                     )
                 )
             except ConversationChanged as changed:
@@ -154,12 +185,36 @@ class ChatService:
                 continue
             except SessionChanged:
                 logger.info("turn raced another; retrying", extra={"attempt": attempt + 1})
-                current = self._sessions.get(
-                    conversation.user_id, conversation.project_id, conversation.conversation_id
-                )
+                current = self._sessions.get(user_id, project_id, conversation.conversation_id)
                 session, exists = (current, True) if current else (Session(), False)
+                continue
+            except MemoryChanged as changed:
+                logger.info(
+                    "memory changed during the turn; retrying", extra={"attempt": attempt + 1}
+                )
+                held = self._memories.refreshed(user_id, project_id, held, changes)
+                for scope in changed.full:
+                    if not self._memories.reclaim(user_id, project_id, scope, now):
+                        self._drop_new(memory, held, scope)
                 continue
             kept = {message.message_id for message in next_session.window}
             left = any(message.message_id not in kept for message in session.window)
-            return saved, left
-        raise Conflict("The conversation is too busy; try again.")
+            return saved, left, written
+        metrics.add_metric(name="ChatTurnsGivenUp", unit=MetricUnit.Count, value=1)
+        raise Conflict(
+            "The conversation is too busy; nothing of this turn was saved. Try again.",
+            retry_after=settings.turn_retry_after_seconds,
+        )
+
+    @staticmethod
+    def _drop_new(memory: TurnMemory, held: HeldMemory, scope: str | None) -> None:
+        """A scope filled while the model ran: the turn's new entries there cannot land,
+        and the turn saves without them rather than fail the reply."""
+        for change in memory.changes():
+            if change.entry is None or change.conversation_id != scope or held.holds(change):
+                continue
+            memory.drop(change)
+            logger.warning(
+                "memory entry not saved: its scope filled during the turn",
+                extra={"key": change.key, "scope": change.entry.scope},
+            )

@@ -20,13 +20,14 @@ from recall.domain.memory import (
     parse_category,
     parse_scope,
 )
+from recall.domain.turn_memory import TurnMemory
 from recall.errors import Conflict, Invalid, NotFound
 from recall.observability import logger, metrics
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.keys import fits_id
-from recall.store.memories import MemoryStore
+from recall.store.memories import HeldMemory, MemoryStore
 
 
 class MemoryService:
@@ -102,36 +103,29 @@ class MemoryService:
     # Called by the chat turn, which has authorised the caller as an editor and loaded
     # the (caller's own) conversation already.
 
-    def save_explicit(
-        self,
-        user_id: str,
-        project_id: str,
-        conversation_id: str,
-        key: str,
-        value: str,
-        category: str,
-        scope: str,
+    def tool_entry(
+        self, conversation_id: str, key: str, value: str, category: str, scope: str
     ) -> MemoryEntry:
-        """A ``save_preference`` tool call; a thread entry belongs to ``conversation_id``."""
+        """A ``save_preference`` call's entry, checked; a thread entry belongs to
+        ``conversation_id``. The turn saves it with its messages."""
         parsed = parse_scope(scope)
         thread = conversation_id if parsed == Scope.THREAD else None
-        entry = self._explicit(key, value, category, parsed, thread, None)
-        return self._write_explicit(user_id, project_id, entry, clock.now())[0]
+        return self._explicit(key, value, category, parsed, thread, None)
 
-    def discard_thread(self, user_id: str, project_id: str, conversation_id: str) -> int:
-        """Remove a deleted thread's entries and their history: a turn's tools may have
-        written them after the delete swept the thread."""
-        return self._memories.delete_thread(user_id, project_id, conversation_id)
-
-    def forget_explicit(
-        self, user_id: str, project_id: str, conversation_id: str, key: str, scope: str
-    ) -> bool:
-        """A ``forget_preference`` tool call: whether there was an entry to forget."""
+    def tool_place(self, conversation_id: str, key: str, scope: str) -> tuple[str, str | None]:
+        """A ``forget_preference`` call's entry: its key, and its thread or ``None``."""
         thread = conversation_id if parse_scope(scope) == Scope.THREAD else None
-        removed = self._memories.delete(
-            user_id, project_id, check_key(key), thread, Source.EXPLICIT, clock.now()
+        return check_key(key), thread
+
+    def turn_memory(self, held: HeldMemory) -> TurnMemory:
+        settings = self._settings
+        return TurnMemory(
+            held.persistent,
+            held.thread,
+            settings.memory_cap,
+            settings.thread_memory_cap,
+            settings.turn_memory_changes_max,
         )
-        return removed is not None
 
     def write_background(
         self, user_id: str, project_id: str, entries: list[MemoryEntry]

@@ -17,6 +17,7 @@ from recall.domain.prompt import (
     ToolResult,
 )
 from recall.domain.tools import FORGET_PREFERENCE, SAVE_PREFERENCE
+from recall.domain.turn_memory import TurnMemory
 from recall.domain.turns import Exchange, ToolRound
 from recall.errors import DomainError
 from recall.observability import logger
@@ -34,11 +35,10 @@ class ToolLoop:
         self._memory = memory
         self._rounds_max = rounds_max
 
-    def converse(
-        self, request: ModelRequest, user_id: str, project_id: str, conversation_id: str
-    ) -> Exchange:
+    def converse(self, request: ModelRequest, memory: TurnMemory, conversation_id: str) -> Exchange:
         """Never raises for the model's sake: a failure is kept on the exchange, so the
-        turn still saves the user's message."""
+        turn still saves the user's message. The tools' memory changes are held in
+        ``memory`` until the turn saves them with its messages."""
         exchange = Exchange()
         provider = self._provider_for(request.model_id)
         try:
@@ -54,10 +54,7 @@ class ToolLoop:
                 if not (reply.tool_calls and tools_allowed):
                     exchange.reply = reply
                     break
-                results = [
-                    self._run(call, user_id, project_id, conversation_id, exchange)
-                    for call in reply.tool_calls
-                ]
+                results = [self._run(call, memory, conversation_id) for call in reply.tool_calls]
                 exchange.rounds.append(ToolRound(reply.tool_calls, results))
                 if reply.stop_reason != "tool_use":
                     exchange.reply = reply
@@ -85,46 +82,30 @@ class ToolLoop:
             )
         return exchange
 
-    def discard_thread_writes(self, user_id: str, project_id: str, conversation_id: str) -> None:
-        """Undo what the tools wrote to a thread whose turn could not be saved because the
-        thread was deleted meanwhile, so the delete leaves nothing of the thread behind."""
-        removed = self._memory.discard_thread(user_id, project_id, conversation_id)
-        logger.info(
-            "thread deleted during its turn; its memory discarded",
-            extra={"conversation_id": conversation_id, "memories_deleted": removed},
-        )
-
-    def _run(
-        self,
-        call: ToolCall,
-        user_id: str,
-        project_id: str,
-        conversation_id: str,
-        exchange: Exchange,
-    ) -> ToolResult:
-        """Memory tools write explicit entries and cost nothing; a bad call is an error the
+    def _run(self, call: ToolCall, memory: TurnMemory, conversation_id: str) -> ToolResult:
+        """Memory tools change explicit entries and cost nothing; a bad call is an error the
         model reads, never a failed turn."""
         try:
             if call.name == SAVE_PREFERENCE:
-                entry = self._memory.save_explicit(
-                    user_id,
-                    project_id,
+                entry = self._memory.tool_entry(
                     conversation_id,
                     str(call.input["key"]),
                     str(call.input["value"]),
                     str(call.input["category"]),
                     str(call.input.get("scope", "persistent")),
                 )
-                exchange.saved.append(entry)
+                memory.save(entry)
                 return ToolResult(
                     tool_call_id=call.id,
                     content=json.dumps({"saved": entry.key, "scope": entry.scope}),
                 )
             if call.name == FORGET_PREFERENCE:
-                key = str(call.input["key"])
-                scope = str(call.input.get("scope", "persistent"))
-                if self._memory.forget_explicit(user_id, project_id, conversation_id, key, scope):
-                    exchange.forgotten.append(key)
+                key, thread = self._memory.tool_place(
+                    conversation_id,
+                    str(call.input["key"]),
+                    str(call.input.get("scope", "persistent")),
+                )
+                if memory.forget(key, thread):
                     return ToolResult(tool_call_id=call.id, content=json.dumps({"forgotten": key}))
                 return ToolResult(
                     tool_call_id=call.id,

@@ -19,7 +19,7 @@ from recall.errors import NotFound
 from recall.observability import logger
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
-from recall.store.memories import MemoryStore
+from recall.store.memories import HeldMemory, MemoryStore
 from recall.store.messages import MessageStore
 from recall.store.turns import TurnReads, TurnStore
 
@@ -31,6 +31,7 @@ class LoadedTurn:
     session: Session
     session_exists: bool
     context: TurnContext
+    memory: HeldMemory
 
 
 class TurnContextLoader:
@@ -122,7 +123,7 @@ class TurnContextLoader:
         self, reads: TurnReads, conversation: Conversation, created: bool, now: datetime
     ) -> LoadedTurn:
         assert reads.project is not None
-        persistent, thread_entries = self._memories.active(
+        memory = self._memories.held(
             conversation.user_id,
             conversation.project_id,
             None if created else conversation.conversation_id,
@@ -131,8 +132,8 @@ class TurnContextLoader:
         session, exists = self.session_of(reads, conversation)
         context = turn_context(
             reads.project,
-            render_memory_block(persistent, thread_entries, now),
+            render_memory_block(memory.persistent, memory.thread, now),
             conversation.summary,
             session.window,
         )
-        return LoadedTurn(conversation, created, session, exists, context)
+        return LoadedTurn(conversation, created, session, exists, context, memory)

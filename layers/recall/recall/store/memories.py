@@ -15,6 +15,7 @@ and carries a ``ttl`` some hours later, as a backstop for that job.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from recall.domain.memory import (
     is_active,
     sort_for_listing,
 )
+from recall.domain.turn_memory import MemoryChange
 from recall.errors import Conflict
 from recall.observability import logger
 from recall.settings import Settings
@@ -57,7 +59,7 @@ from recall.store.memory_items import (
     scope_prefix,
     thread_prefix,
 )
-from recall.store.memory_transactions import MemoryTransactions
+from recall.store.memory_transactions import CountMove, MemoryTransactions
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -75,6 +77,33 @@ def _refused(exc: ClientError) -> list[str]:
     if isinstance(error, Conflict):
         return codes
     raise error from exc
+
+
+@dataclass
+class HeldMemory:
+    """The caller's entries as a turn read them: the active ones for the prompt, and each
+    entry item with its version, for the turn's own transaction."""
+
+    persistent: list[MemoryEntry]
+    thread: list[MemoryEntry]
+    items: dict[str, EntryItem] = field(default_factory=dict)
+
+    def holds(self, change: MemoryChange) -> bool:
+        """Whether the entry a change names is stored (expired or not)."""
+        return entry_sk(change.key, change.conversation_id) in self.items
+
+
+@dataclass
+class TurnMemoryWrites:
+    """A turn's memory changes as transaction items, with the counter moves kept apart: the
+    turn store merges the persistent one into the ``META`` update it may send anyway."""
+
+    table: str
+    owner: str
+    items: list[Any]
+    moves: dict[str | None, CountMove]
+    stored: list[MemoryEntry]
+    forgotten: list[str]
 
 
 class MemoryStore:
@@ -115,13 +144,86 @@ class MemoryStore:
     ) -> tuple[list[MemoryEntry], list[MemoryEntry]]:
         """The caller's unexpired persistent entries and, with a thread, that thread's;
         expiry is judged here, whether or not a cleanup has run."""
-        persistent = self.entries_from(self._all(self.persistent_request(user_id, project_id)), now)
-        if conversation_id is None:
-            return persistent, []
-        thread = self.entries_from(
-            self._all(self.thread_request(user_id, project_id, conversation_id)), now
-        )
-        return persistent, thread
+        held = self.held(user_id, project_id, conversation_id, now)
+        return held.persistent, held.thread
+
+    def held(
+        self, user_id: str, project_id: str, conversation_id: str | None, now: datetime
+    ) -> HeldMemory:
+        """What ``active`` reads, with the versions a turn's transaction conditions on."""
+        requests = [self.persistent_request(user_id, project_id)]
+        if conversation_id is not None:
+            requests.append(self.thread_request(user_id, project_id, conversation_id))
+        scopes = [
+            [EntryItem.model_validate(from_item(i)) for i in self._all(r) if is_entry(i)]
+            for r in requests
+        ]
+        active = [
+            sort_for_listing(e for e in (item.entry() for item in scope) if is_active(e, now))
+            for scope in scopes
+        ]
+        items = {item.sk: item for scope in scopes for item in scope}
+        return HeldMemory(active[0], active[1] if conversation_id else [], items)
+
+    def refreshed(
+        self, user_id: str, project_id: str, held: HeldMemory, changes: list[MemoryChange]
+    ) -> HeldMemory:
+        """``held`` with the changed entries read again, after another writer moved them."""
+        owner = owner_key(user_id, project_id)
+        items = dict(held.items)
+        for change in changes:
+            sk = entry_sk(change.key, change.conversation_id)
+            current = self._current(owner, sk)
+            if current is None:
+                items.pop(sk, None)
+            else:
+                items[sk] = current
+        return replace(held, items=items)
+
+    def turn_writes(
+        self,
+        user_id: str,
+        project_id: str,
+        held: HeldMemory,
+        changes: list[MemoryChange],
+        now: datetime,
+    ) -> TurnMemoryWrites:
+        """The transaction items of a turn's memory changes, conditioned on the versions in
+        ``held``. A forget of an entry already gone or expired has nothing to do."""
+        owner = owner_key(user_id, project_id)
+        writes = TurnMemoryWrites(self._table, owner, [], {}, [], [])
+        deltas: dict[str | None, int] = {}
+        for change in changes:
+            current = held.items.get(entry_sk(change.key, change.conversation_id))
+            if change.entry is not None:
+                stored, items = self._transactions.write(
+                    owner, change.entry, current, now, counted=False
+                )
+                writes.items.extend(items)
+                writes.stored.append(stored)
+                if current is None:
+                    deltas[change.conversation_id] = deltas.get(change.conversation_id, 0) + 1
+                continue
+            if current is None or not is_active(current.entry(), now):
+                writes.forgotten.append(change.key)
+                continue
+            writes.items.extend(
+                self._transactions.removal(owner, current, Source.EXPLICIT, now, counted=False)
+            )
+            writes.forgotten.append(change.key)
+            deltas[change.conversation_id] = deltas.get(change.conversation_id, 0) - 1
+        writes.moves = {
+            scope: self._transactions.move(owner, scope, delta)
+            for scope, delta in deltas.items()
+            if delta
+        }
+        return writes
+
+    def reclaim(
+        self, user_id: str, project_id: str, conversation_id: str | None, now: datetime
+    ) -> bool:
+        """Free the slots expired entries hold in one scope; True when one may have opened."""
+        return self._reclaim(owner_key(user_id, project_id), conversation_id, now)
 
     def history(
         self, user_id: str, project_id: str, key: str, conversation_id: str | None

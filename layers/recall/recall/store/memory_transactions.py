@@ -10,6 +10,7 @@ transaction too.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,6 +27,40 @@ from recall.domain.memory import (
 from recall.settings import Settings
 from recall.store.dynamodb import to_value
 from recall.store.memory_items import EntryItem, HistoryItem, counter, item_key
+
+
+@dataclass(frozen=True)
+class CountMove:
+    """A scope's counter moved by ``delta``; a step up only while the scope has room for
+    it. A turn moves each counter once, as a transaction names an item once."""
+
+    key: dict[str, Any]
+    attribute: str
+    delta: int
+    cap: int
+
+    def clause(self, name: str, value: str) -> tuple[str, str | None, dict[str, Any]]:
+        """``ADD`` clause, condition (or ``None``) and values, under placeholders ``name``
+        and ``value``, for an update that may move other attributes of the item too."""
+        values = {value: to_value(self.delta)}
+        if self.delta <= 0:
+            return f"{name} {value}", None, values
+        values[f"{value}Room"] = to_value(self.cap - self.delta)
+        condition = f"attribute_not_exists({name}) OR {name} <= {value}Room"
+        return f"{name} {value}", condition, values
+
+    def update(self, table: str) -> dict[str, Any]:
+        add, condition, values = self.clause("#count", ":delta")
+        update: dict[str, Any] = {
+            "TableName": table,
+            "Key": self.key,
+            "UpdateExpression": f"ADD {add}",
+            "ExpressionAttributeNames": {"#count": self.attribute},
+            "ExpressionAttributeValues": values,
+        }
+        if condition:
+            update["ConditionExpression"] = condition
+        return {"Update": update}
 
 
 class MemoryTransactions:
@@ -49,10 +84,12 @@ class MemoryTransactions:
         current: EntryItem | None,
         now: datetime,
         reason: str | None = None,
+        counted: bool = True,
     ) -> tuple[MemoryEntry, list[Any]]:
         """The entry as it will be stored, and its transaction: the entry under its
-        condition, the counter when it takes a new slot (item 1), and its history records.
-        Writing over an expired entry is a create, recorded as ``expired`` then ``created``."""
+        condition, the counter when it takes a new slot (item 1; left to the caller when
+        not ``counted``), and its history records. Writing over an expired entry is a
+        create, recorded as ``expired`` then ``created``."""
         previous = current.entry() if current else None
         live = previous is not None and is_active(previous, now)
         at = clock.stamp(now)
@@ -88,8 +125,8 @@ class MemoryTransactions:
         if values:
             put["ExpressionAttributeValues"] = values
         request: list[Any] = [{"Put": put}]
-        if current is None:
-            request.append(self._count(owner, entry.conversation_id, 1))
+        if current is None and counted:
+            request.append(self.move(owner, entry.conversation_id, 1).update(self._table))
         if previous is not None and not live:
             request.append(
                 self._history_put(owner, previous, Action.EXPIRED, previous.value, None, None, now)
@@ -123,6 +160,7 @@ class MemoryTransactions:
         now: datetime,
         reason: str | None = None,
         consolidating: bool = False,
+        counted: bool = True,
     ) -> list[Any]:
         """The entry at the version read, deleted with its slot and its history record.
         ``source`` deleted it (a background source never an explicit entry, except that
@@ -141,19 +179,19 @@ class MemoryTransactions:
             names["#source"] = "source"
             values[":explicit"] = to_value(Source.EXPLICIT.value)
         action = Action.EXPIRED if source is None else Action.DELETED
-        return [
-            {
-                "Delete": {
-                    "TableName": self._table,
-                    "Key": item_key(owner, current.sk),
-                    "ConditionExpression": condition,
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": values,
-                }
-            },
-            self._count(owner, entry.conversation_id, -1),
-            self._history_put(owner, entry, action, entry.value, None, source, now, reason),
-        ]
+        delete = {
+            "Delete": {
+                "TableName": self._table,
+                "Key": item_key(owner, current.sk),
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            }
+        }
+        history = self._history_put(owner, entry, action, entry.value, None, source, now, reason)
+        if not counted:
+            return [delete, history]
+        return [delete, self.move(owner, entry.conversation_id, -1).update(self._table), history]
 
     def note(self, owner: str, entry: MemoryEntry, reason: str, now: datetime) -> dict[str, Any]:
         """A history record alone: a background job looked at the entry and left it, and
@@ -163,20 +201,9 @@ class MemoryTransactions:
         )["Put"]
         return put
 
-    def _count(self, owner: str, conversation_id: str | None, delta: int) -> Any:
-        """Move a scope's counter; a step up only while it is below the cap."""
+    def move(self, owner: str, conversation_id: str | None, delta: int) -> CountMove:
         key, attribute = counter(owner, conversation_id)
-        update: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": key,
-            "UpdateExpression": "ADD #count :delta",
-            "ExpressionAttributeNames": {"#count": attribute},
-            "ExpressionAttributeValues": {":delta": to_value(delta)},
-        }
-        if delta > 0:
-            update["ConditionExpression"] = "attribute_not_exists(#count) OR #count < :cap"
-            update["ExpressionAttributeValues"][":cap"] = to_value(self.cap(conversation_id))
-        return {"Update": update}
+        return CountMove(key, attribute, delta, self.cap(conversation_id))
 
     def _history_put(
         self,

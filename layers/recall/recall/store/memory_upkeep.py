@@ -30,6 +30,7 @@ from recall.store.keys import (
     owner_parts,
 )
 from recall.store.memory_items import META_SK, PERSISTENT_COUNT, entry_place, meta_key
+from recall.store.memory_transactions import CountMove
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -61,25 +62,36 @@ class MemoryUpkeep:
     def client(self) -> DynamoDBClient:
         return self._client or dynamodb_client()
 
-    def session_started_request(self, user_id: str, project_id: str, at: str) -> dict[str, Any]:
+    def session_started_request(
+        self, user_id: str, project_id: str, at: str, persistent: CountMove | None = None
+    ) -> dict[str, Any]:
         """One more session since the last consolidation, for the turn's own transaction;
-        it also puts the user and project in the consolidation schedule."""
+        it also puts the user and project in the consolidation schedule. The turn's move of
+        the persistent counter, which lives on the same item, joins this one update."""
         owner = owner_key(user_id, project_id)
-        return {
+        add = "#sessions :one"
+        names = {"#sessions": _SESSIONS, "#dueBucket": "dueBucket", "#dueAt": "dueAt"}
+        values = {
+            ":one": to_value(1),
+            ":bucket": to_value(consolidation_bucket(owner, at, self._shards)),
+            ":at": to_value(at),
+        }
+        condition = None
+        if persistent is not None:
+            clause, condition, moved = persistent.clause("#count", ":delta")
+            add += f", {clause}"
+            names["#count"] = persistent.attribute
+            values.update(moved)
+        request: dict[str, Any] = {
             "TableName": self._table,
             "Key": meta_key(owner),
-            "UpdateExpression": "ADD #sessions :one SET #dueBucket = :bucket, #dueAt = :at",
-            "ExpressionAttributeNames": {
-                "#sessions": _SESSIONS,
-                "#dueBucket": "dueBucket",
-                "#dueAt": "dueAt",
-            },
-            "ExpressionAttributeValues": {
-                ":one": to_value(1),
-                ":bucket": to_value(consolidation_bucket(owner, at, self._shards)),
-                ":at": to_value(at),
-            },
+            "UpdateExpression": f"ADD {add} SET #dueBucket = :bucket, #dueAt = :at",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
         }
+        if condition:
+            request["ConditionExpression"] = condition
+        return request
 
     def claim_extraction(self, user_id: str, project_id: str, now: datetime) -> bool:
         """Take this project's extraction slot if the last one is at least

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 from pydantic import Field
 
-from recall.domain.access import Role
+from recall.domain.access import Role, at_least
 from recall.domain.projects import ContextValue, Member, Project
 from recall.errors import Conflict, NotFound
 from recall.settings import Settings
@@ -118,6 +118,21 @@ class ProjectStore:
     def project_and_role_keys(self, project_id: str, user_id: str) -> list[Item]:
         """Keys for a caller's batched read of a project and their own role on it."""
         return [project_key(project_id), member_key(project_id, user_id)]
+
+    def role_check(self, project_id: str, user_id: str, needed: Role) -> dict[str, Any]:
+        """A ``ConditionCheck`` that the caller still holds ``needed`` or more when the
+        transaction it joins lands: a role read earlier may be gone by then."""
+        allowed = at_least(needed)
+        placeholders = [f":role{index}" for index in range(len(allowed))]
+        return {
+            "TableName": self._table,
+            "Key": member_key(project_id, user_id),
+            "ConditionExpression": f"#role IN ({', '.join(placeholders)})",
+            "ExpressionAttributeNames": {"#role": "role"},
+            "ExpressionAttributeValues": {
+                name: to_value(role.value) for name, role in zip(placeholders, allowed, strict=True)
+            },
+        }
 
     def read_project_and_role(self, items: list[Item]) -> tuple[Project | None, Role | None]:
         project: Project | None = None

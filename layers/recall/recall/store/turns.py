@@ -14,7 +14,7 @@ from recall.domain.conversations import Conversation
 from recall.domain.messages import Message
 from recall.domain.projects import Project
 from recall.domain.session import Session
-from recall.errors import Conflict, NotFound
+from recall.errors import Conflict, Forbidden, NotFound
 from recall.store.conversations import ConversationStore, conversation_from, conversation_key
 from recall.store.dynamodb import (
     batch_get,
@@ -23,6 +23,7 @@ from recall.store.dynamodb import (
     error_code,
     translate,
 )
+from recall.store.memories import TurnMemoryWrites
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
@@ -44,7 +45,8 @@ class TurnReads:
 
 @dataclass
 class SavedTurn:
-    """What one turn adds to its thread, saved together or not at all."""
+    """What one turn adds to its thread, saved together or not at all: its messages, its
+    session and counters, and the memory its tools changed."""
 
     conversation: Conversation
     messages: list[Message]
@@ -52,6 +54,7 @@ class SavedTurn:
     expected_version: int | None
     model_id: str
     at: str
+    memory: TurnMemoryWrites | None = None
 
 
 class SessionChanged(Conflict):
@@ -65,6 +68,15 @@ class ConversationChanged(Conflict):
     def __init__(self, conversation: Conversation) -> None:
         super().__init__("The conversation changed meanwhile.")
         self.conversation = conversation
+
+
+class MemoryChanged(Conflict):
+    """A memory entry the turn changes moved since the turn read it, or a scope's counter
+    had no room left (``full``: ``None`` for persistent, else the thread's id)."""
+
+    def __init__(self, full: set[str | None]) -> None:
+        super().__init__("A memory entry changed meanwhile.")
+        self.full = full
 
 
 class TurnStore:
@@ -119,47 +131,87 @@ class TurnStore:
 
     def save(self, turn: SavedTurn) -> None:
         """Everything a turn saves, in one transaction: its messages, the session over the
-        version the turn read, the thread's counters and, for a new session, one more
-        session toward the consolidation gate. A lost race on the session is
-        ``SessionChanged``; a thread deleted meanwhile is ``NotFound``."""
+        version the turn read, the thread's counters, the memory its tools changed with
+        their counters, for a new session one more session toward the consolidation gate,
+        and a check that the caller may still edit. Refusals are read item by item:
+        ``NotFound`` for a deleted thread, ``ConversationChanged``, ``Forbidden``,
+        ``MemoryChanged``, ``SessionChanged``."""
         conversation = turn.conversation
         owner = (conversation.user_id, conversation.project_id, conversation.conversation_id)
-        items: list[Any] = [
-            {"Put": self._messages.put_request(*owner, message)} for message in turn.messages
-        ]
-        session_at = len(items)
-        items.append(
-            {"Put": self._sessions.put_request(*owner, turn.session, turn.expected_version)}
+        memory = turn.memory
+        moves = dict(memory.moves) if memory else {}
+        items: list[Any] = []
+        parts: list[str] = []
+
+        def add(part: str, item: dict[str, Any]) -> None:
+            items.append(item)
+            parts.append(part)
+
+        for message in turn.messages:
+            add("message", {"Put": self._messages.put_request(*owner, message)})
+        add(
+            "session",
+            {"Put": self._sessions.put_request(*owner, turn.session, turn.expected_version)},
         )
-        conversation_at = len(items)
-        items.append(
+        add(
+            "conversation",
             {
                 "Update": self._conversations.turn_update_request(
                     conversation, len(turn.messages), turn.model_id, turn.at
                 )
-            }
+            },
         )
         if turn.expected_version is None:
-            items.append(
-                {
-                    "Update": self._upkeep.session_started_request(
-                        conversation.user_id, conversation.project_id, turn.at
-                    )
-                }
+            started = self._upkeep.session_started_request(
+                conversation.user_id, conversation.project_id, turn.at, moves.pop(None, None)
             )
+            add(_count_part(None), {"Update": started})
+        add(
+            "role",
+            {
+                "ConditionCheck": self._projects.role_check(
+                    conversation.project_id, conversation.user_id, Role.EDITOR
+                )
+            },
+        )
+        if memory:
+            for item in memory.items:
+                add("memory", item)
+            for scope, move in moves.items():
+                add(_count_part(scope), move.update(memory.table))
         try:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
             if error_code(exc) != "TransactionCanceledException":
                 raise translate(exc) from exc
-            codes = cancellation_codes(exc)
-            if len(codes) > conversation_at and codes[conversation_at] == _FAILED:
-                now = self._conversations.get(
-                    conversation.user_id, conversation.project_id, conversation.conversation_id
-                )
+            failed = {
+                part
+                for part, code in zip(parts, cancellation_codes(exc), strict=False)
+                if code == _FAILED
+            }
+            if "conversation" in failed:
+                now = self._conversations.get(*owner)
                 if now is None:
                     raise NotFound("The conversation was deleted.") from exc
                 raise ConversationChanged(now) from exc
-            if len(codes) > session_at and codes[session_at] == _FAILED:
+            if "role" in failed:
+                raise Forbidden(
+                    "Your role on this project changed: you can no longer chat here."
+                ) from exc
+            if "session" in failed:
                 raise SessionChanged("Another turn saved first.") from exc
+            full = {_scope_of(part) for part in failed if part.startswith(_COUNT)}
+            if full or "memory" in failed:
+                raise MemoryChanged(full) from exc
             raise translate(exc) from exc
+
+
+_COUNT = "count:"
+
+
+def _count_part(scope: str | None) -> str:
+    return _COUNT + (scope or "")
+
+
+def _scope_of(part: str) -> str | None:
+    return part.removeprefix(_COUNT) or None
