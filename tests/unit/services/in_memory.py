@@ -88,6 +88,9 @@ class InMemoryProjects:
     def get(self, project_id: str) -> Project | None:
         return self.projects.get(project_id)
 
+    def role_check(self, project_id: str, user_id: str, needed: Role) -> dict[str, Any]:
+        return {"projectId": project_id, "userId": user_id, "needed": needed}
+
     def role_of(self, project_id: str, user_id: str) -> Role | None:
         return self.roles.get((project_id, user_id))
 
@@ -445,6 +448,7 @@ class InMemoryMemories:
         entry: MemoryEntry,
         now: datetime,
         reason: str | None = None,
+        guard: dict[str, Any] | None = None,
     ) -> tuple[MemoryEntry, bool] | None:
         """``(stored, created)``; ``None`` for a background write that meets an active
         explicit entry or the cap; Conflict for an explicit write over the cap."""
@@ -489,6 +493,7 @@ class InMemoryMemories:
         conversation_id: str | None,
         source: Source,
         now: datetime,
+        guard: dict[str, Any] | None = None,
     ) -> MemoryEntry | None:
         place = (user_id, project_id, conversation_id, key)
         slot = self.slots.get(place)

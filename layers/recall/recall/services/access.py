@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from recall.domain.access import Role, require
 from recall.store.projects import ProjectStore
 
@@ -13,3 +15,8 @@ class ProjectAccess:
     def require(self, user_id: str, project_id: str, needed: Role) -> Role:
         """The caller's role, or Forbidden when they have none or too low a one."""
         return require(self._projects.role_of(project_id, user_id), needed)
+
+    def still(self, user_id: str, project_id: str, needed: Role) -> dict[str, Any]:
+        """The check, for a write's own transaction, that the caller still holds the role
+        ``require`` read a moment before."""
+        return self._projects.role_check(project_id, user_id, needed)

@@ -76,14 +76,20 @@ class MemoryService:
             )
         entry = self._explicit(key, value, category, scope, thread, expires_at)
         self._own_thread(user_id, project_id, entry.conversation_id)
-        return self._write_explicit(user_id, project_id, entry, now)
+        guard = self._access.still(user_id, project_id, Role.EDITOR)
+        saved = self._memories.write(user_id, project_id, entry, now, guard=guard)
+        if saved is None:  # the store drops background writes only
+            raise Conflict("The memory entry was not saved; try again.")
+        metrics.add_metric(name="MemoriesSaved", unit=MetricUnit.Count, value=1)
+        return saved
 
     def delete(self, user_id: str, project_id: str, key: str, conversation_id: str | None) -> None:
         self._access.require(user_id, project_id, Role.EDITOR)
         check_key(key)
         thread = self._own_thread(user_id, project_id, conversation_id)
+        guard = self._access.still(user_id, project_id, Role.EDITOR)
         if not self._memories.delete(
-            user_id, project_id, key, thread, Source.EXPLICIT, clock.now()
+            user_id, project_id, key, thread, Source.EXPLICIT, clock.now(), guard
         ):
             raise NotFound("No such memory entry.")
         metrics.add_metric(name="MemoriesDeleted", unit=MetricUnit.Count, value=1)
@@ -198,15 +204,6 @@ class MemoryService:
             source=Source.EXPLICIT,
             expires_at=clock.stamp(expires_at) if expires_at else None,
         )
-
-    def _write_explicit(
-        self, user_id: str, project_id: str, entry: MemoryEntry, now: datetime
-    ) -> tuple[MemoryEntry, bool]:
-        saved = self._memories.write(user_id, project_id, entry, now)
-        if saved is None:  # the store drops background writes only
-            raise Conflict("The memory entry was not saved; try again.")
-        metrics.add_metric(name="MemoriesSaved", unit=MetricUnit.Count, value=1)
-        return saved
 
     def _own_thread(self, user_id: str, project_id: str, conversation_id: str | None) -> str | None:
         """The conversation id if it names one of the caller's threads (an empty one names

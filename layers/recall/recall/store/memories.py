@@ -31,7 +31,7 @@ from recall.domain.memory import (
     sort_for_listing,
 )
 from recall.domain.turn_memory import MemoryChange
-from recall.errors import Conflict
+from recall.errors import Conflict, Forbidden
 from recall.observability import logger
 from recall.settings import Settings
 from recall.store.dynamodb import (
@@ -67,10 +67,18 @@ if TYPE_CHECKING:
 _FAILED = "ConditionalCheckFailed"
 
 
-def _refused(exc: ClientError) -> list[str]:
+def _guarded(request: list[Any], guard: dict[str, Any] | None) -> list[Any]:
+    """The request with the caller's role check last, so the items' indexes stay put."""
+    return request if guard is None else [*request, {"ConditionCheck": guard}]
+
+
+def _refused(exc: ClientError, guard: dict[str, Any] | None = None) -> list[str]:
     """Why DynamoDB refused a transaction, item by item (``[]`` when it conflicted with
-    another one): the caller re-reads and decides. Any other error is raised."""
+    another one): the caller re-reads and decides. A failed ``guard`` (the last item) is
+    Forbidden; any other error is raised."""
     codes = cancellation_codes(exc)
+    if guard is not None and codes[-1:] == [_FAILED]:
+        raise Forbidden("Your role on this project changed: it no longer allows this.") from exc
     if _FAILED in codes:
         return codes
     error = translate(exc)
@@ -248,10 +256,13 @@ class MemoryStore:
         entry: MemoryEntry,
         now: datetime,
         reason: str | None = None,
+        guard: dict[str, Any] | None = None,
     ) -> tuple[MemoryEntry, bool] | None:
         """Create or update one entry: ``(stored entry, created)``. A background write
         (extracted, consolidated) that meets an active explicit entry, or the cap, is
-        dropped and logged (``None``); an explicit write over the cap is a Conflict."""
+        dropped and logged (``None``); an explicit write over the cap is a Conflict.
+        ``guard``, a ``ConditionCheck`` on the caller's role, joins the transaction: when
+        it fails the write is Forbidden."""
         owner = owner_key(user_id, project_id)
         sk = entry_sk(entry.key, entry.conversation_id)
         background = entry.source in BACKGROUND_SOURCES
@@ -260,9 +271,9 @@ class MemoryStore:
             current = self._current(owner, sk)
             stored, request = self._transactions.write(owner, entry, current, now, reason)
             try:
-                self.client.transact_write_items(TransactItems=request)
+                self.client.transact_write_items(TransactItems=_guarded(request, guard))
             except ClientError as exc:
-                codes = _refused(exc)
+                codes = _refused(exc, guard)
                 if current is None and codes[1:2] == [_FAILED]:
                     if not reclaimed:
                         reclaimed = True
@@ -288,9 +299,11 @@ class MemoryStore:
         conversation_id: str | None,
         source: Source,
         now: datetime,
+        guard: dict[str, Any] | None = None,
     ) -> MemoryEntry | None:
         """Delete one active entry with its history record; ``None`` when there is none. A
-        background delete never removes an explicit entry (the condition says so)."""
+        background delete never removes an explicit entry (the condition says so).
+        ``guard`` as for ``write``."""
         owner = owner_key(user_id, project_id)
         sk = entry_sk(key, conversation_id)
         background = source in BACKGROUND_SOURCES
@@ -298,12 +311,11 @@ class MemoryStore:
             current = self._current(owner, sk)
             if current is None or not is_active(current.entry(), now):
                 return None
+            removal = self._transactions.removal(owner, current, source, now)
             try:
-                self.client.transact_write_items(
-                    TransactItems=self._transactions.removal(owner, current, source, now)
-                )
+                self.client.transact_write_items(TransactItems=_guarded(removal, guard))
             except ClientError as exc:
-                codes = _refused(exc)
+                codes = _refused(exc, guard)
                 if codes[:1] == [_FAILED] and background and self._explicit_holds(owner, sk, now):
                     return None
                 continue
