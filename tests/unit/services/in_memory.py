@@ -32,7 +32,7 @@ from recall.domain.messages import Message
 from recall.domain.projects import Member, Project
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.domain.session import Session
-from recall.errors import Conflict, NotFound
+from recall.errors import Conflict, Forbidden, NotFound
 from recall.services.access import ProjectAccess
 from recall.services.chat import ChatService
 from recall.services.context import ContextService
@@ -43,6 +43,7 @@ from recall.services.projects import ProjectService
 from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import TurnContextLoader
 from recall.settings import Settings
+from recall.store.projects import ROLE_LOST
 from recall.store.turns import SavedTurn, SessionChanged, TurnReads
 
 Thread = tuple[str, str, str]  # user, project, conversation
@@ -90,8 +91,18 @@ class InMemoryProjects:
         return self.roles.get((project_id, user_id))
 
     def update(
-        self, project_id: str, name: str | None, context: dict[str, Any] | None, updated_at: str
+        self,
+        project_id: str,
+        name: str | None,
+        context: dict[str, Any] | None,
+        updated_at: str,
+        *,
+        caller_id: str,
+        caller_roles: frozenset[Role],
     ) -> Project:
+        """Only while ``caller_id`` still has one of ``caller_roles``."""
+        if self.roles.get((project_id, caller_id)) not in caller_roles:
+            raise Forbidden(ROLE_LOST)
         project = self.projects.get(project_id)
         if project is None:
             raise NotFound("No such project.")
@@ -123,11 +134,21 @@ class InMemoryProjects:
         ]
 
     def change_member(
-        self, member: Member, before: Role | None, after: Role | None, owner_delta: int
+        self,
+        member: Member,
+        before: Role | None,
+        after: Role | None,
+        owner_delta: int,
+        *,
+        caller_id: str,
+        caller_roles: frozenset[Role],
     ) -> None:
-        """Only while the member's role is still ``before`` and an owner would remain."""
+        """Only while the member's role is still ``before``, an owner would remain and
+        ``caller_id`` still has one of ``caller_roles``."""
         project = self.projects.get(member.project_id)
         place = (member.project_id, member.user_id)
+        if self.roles.get((member.project_id, caller_id)) not in caller_roles:
+            raise Forbidden(ROLE_LOST)
         if self.lost_races:
             self.lost_races -= 1
             raise Conflict("The project's members changed meanwhile.")

@@ -22,6 +22,12 @@ _WHAT = {
 }
 
 
+def roles_reaching(needed: Role) -> frozenset[Role]:
+    """Every role that may do what ``needed`` may: what a write re-checks the caller's role
+    against in its own transaction, so a role lost after the first check stops the write."""
+    return frozenset(role for role, rank in _RANK.items() if rank >= _RANK[needed])
+
+
 def require(role: Role | None, needed: Role) -> Role:
     """The caller's role if it reaches ``needed``; no role at all is Forbidden too, never empty."""
     if role is None:
