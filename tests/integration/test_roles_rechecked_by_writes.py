@@ -114,6 +114,26 @@ def test_an_owner_who_loses_their_role_before_their_write_lands_is_refused_and_c
     assert (after.name, after.context, after.owner_count) == (before.name, before.context, 1)
 
 
+def test_an_owner_whose_change_finds_the_member_changed_meanwhile_reads_them_again(
+    alice: Api, bob: Api, carol: Api, make_project: Callable[..., str], lapse: Lapse
+) -> None:
+    # Given alice and bob own the project, and carol is a viewer
+    project = make_project(alice, {bob: "owner", carol: "viewer"})
+
+    def bob_promotes_carol() -> None:
+        project_service().set_member(bob.sub or "", project, carol.sub or "", Role.OWNER)
+
+    # When bob makes carol an owner right before alice's change of her to editor lands
+    lapse.change = bob_promotes_carol
+    reply = alice.put(f"/projects/{project}/members/{carol.sub}", {"role": "editor"})
+    # Then only carol's item failed its condition: alice, still an owner, is not refused
+    # but reads carol again and changes her from owner
+    assert lapse.applied
+    assert reply.status == 200, reply
+    assert roles_of(project) == {alice.sub: "owner", bob.sub: "owner", carol.sub: "editor"}
+    assert project_store().get(project).owner_count == 2  # type: ignore[union-attr]
+
+
 def test_an_owner_removed_while_stepping_down_is_not_put_back(
     alice: Api, bob: Api, make_project: Callable[..., str], lapse: Lapse
 ) -> None:
