@@ -96,7 +96,14 @@ def seed_demo() -> DemoIds:
             added_at=clock.stamp(clock.now()),
         )
         with contextlib.suppress(Conflict):  # another seeding added them meanwhile
-            projects.change_member(member, before=None, after=Role.VIEWER, owner_delta=0)
+            projects.change_member(
+                member,
+                before=None,
+                after=Role.VIEWER,
+                owner_delta=0,
+                caller_id=DEMO_USER,
+                caller_roles=frozenset({Role.OWNER}),
+            )
     # Imported here, not at the top: importing the memory store creates Powertools' Logger,
     # which writes to whatever sys.stdout is at that moment, and ``local.invoke`` imports
     # this module before it sends stdout to stderr to keep its own output pure JSON.

@@ -217,9 +217,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
         """Silenced: ``_serve`` prints one shorter line per request."""
 
 
+REQUEST_BACKLOG = 128
+"""Connections the kernel holds until the server accepts them. socketserver's 5 overflows
+under a burst of clients (a browser's parallel requests, a load test): Linux drops the
+extra handshakes, which then wait a second to retry, and macOS resets them."""
+
+
 class _Server(ThreadingHTTPServer):
     """The HTTP server, knowing the store its local-only job route works on."""
 
+    request_queue_size = REQUEST_BACKLOG
     store: embedded.EmbeddedStore | None = None
 
 

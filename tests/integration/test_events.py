@@ -1,12 +1,14 @@
 """Every sample event in ``events/`` reaches its handler's success path against the seeded
-demo project, and every HTTP route, queue event source, schedule and function in
-``template.yaml`` has one. A file's name says its function: the part before the first ``-``
-is the function's ``CodeUri`` directory. Three kinds of event, told apart by their shape:
-the HTTP API's (payload v2), the SQS event Lambda's event source sends (``Records``), and
-a schedule's ``Input`` as EventBridge Scheduler sends it."""
+demo project, answering its exact status and a body that shows it did what it names, and
+every HTTP route (of the template and of the OpenAPI document), queue event source,
+schedule and function in ``template.yaml`` has one. A file's name says its function: the
+part before the first ``-`` is the function's ``CodeUri`` directory. Three kinds of event,
+told apart by their shape: the HTTP API's (payload v2), the SQS event Lambda's event source
+sends (``Records``), and a schedule's ``Input`` as EventBridge Scheduler sends it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import hashlib
 import json
 import os
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 
 from local import embedded, runtime, template
-from local.seed import DEMO_USER, DemoIds, demo_ids, seed_demo
+from local.seed import DEMO_MEMORY_VALUE, DEMO_USER, DemoIds, demo_ids, seed_demo
 from recall.domain.jobs import job_of
 
 EVENTS = template.ROOT / "events"
@@ -73,6 +75,98 @@ EXPECTED_STATUS = {
 }
 
 
+def sent(event_file: str) -> Any:
+    """The JSON body the event sends."""
+    return json.loads(load(EVENTS / event_file)["body"])
+
+
+def answer_to(event_file: str) -> tuple[int, Any]:
+    """What another event answers now: its status and its decoded body."""
+    response = invoke(EVENTS / event_file)
+    return response["statusCode"], json.loads(response.get("body") or "null")
+
+
+# What each HTTP event's answer shows it did, given the body it answered (None for a 204,
+# whose effect is read back through another event). Facts hold whichever events ran before.
+EXPECTED_FACT: dict[str, Callable[[Any], bool]] = {
+    "chat-clear-context.json": lambda body: (
+        body["conversationId"] == demo_ids().conversation_id and bool(body["clearedAfter"])
+    ),
+    "chat-context.json": lambda body: (
+        f"{demo_ids().memory_key}:" in body["memoryBlock"]
+        and "currency: EUR" in body["projectContext"]
+        and set(body["tools"]) == {"save_preference", "forget_preference"}
+    ),
+    "chat-turn.json": lambda body: (
+        body["conversation"]["created"] is True
+        and body["message"]["role"] == "assistant"
+        and body["message"]["status"] == "complete"
+        and [saved["value"] for saved in body["memoriesSaved"]]
+        == [sent("chat-turn.json")["message"]]
+    ),
+    "conversations-create.json": lambda body: (
+        body["title"] == sent("conversations-create.json")["title"] and body["messageCount"] == 0
+    ),
+    "conversations-delete.json": lambda _: answer_to("conversations-get.json")[0] == 404,
+    "conversations-get.json": lambda body: body["conversation"]["id"] == demo_ids().conversation_id,
+    "conversations-list.json": lambda body: (
+        demo_ids().conversation_id in [thread["id"] for thread in body["conversations"]]
+    ),
+    "conversations-update.json": lambda body: (
+        (body["id"], body["title"])
+        == (demo_ids().conversation_id, sent("conversations-update.json")["title"])
+    ),
+    "memories-delete.json": lambda _: (
+        demo_ids().memory_key
+        not in [entry["key"] for entry in answer_to("memories-list.json")[1]["memories"]]
+    ),
+    "memories-history.json": lambda body: (
+        body["key"] == demo_ids().memory_key
+        and (body["history"][0]["action"], body["history"][0]["newValue"])
+        == ("created", DEMO_MEMORY_VALUE)
+    ),
+    "memories-list.json": lambda body: (
+        demo_ids().memory_key in [entry["key"] for entry in body["memories"]]
+    ),
+    "memories-put.json": lambda body: (
+        (body["key"], body["value"], body["source"])
+        == (demo_ids().memory_key, sent("memories-put.json")["value"], "explicit")
+    ),
+    "projects-create.json": lambda body: (
+        (body["name"], body["context"], body["role"])
+        == (sent("projects-create.json")["name"], sent("projects-create.json")["context"], "owner")
+        and body["id"] != demo_ids().project_id
+    ),
+    "projects-get.json": lambda body: (
+        (body["id"], body["role"]) == (demo_ids().project_id, "owner")
+    ),
+    "projects-list-members.json": lambda body: (
+        (DEMO_USER, "owner") in [(member["userId"], member["role"]) for member in body["members"]]
+        and demo_ids().member_id in [member["userId"] for member in body["members"]]
+    ),
+    "projects-list.json": lambda body: (
+        (demo_ids().project_id, "owner") in [(row["id"], row["role"]) for row in body["projects"]]
+    ),
+    "projects-openapi.json": lambda body: (
+        body["openapi"].startswith("3.") and "/projects/{projectId}/chat" in body["paths"]
+    ),
+    "projects-remove-member.json": lambda _: (
+        demo_ids().member_id
+        not in [
+            member["userId"] for member in answer_to("projects-list-members.json")[1]["members"]
+        ]
+    ),
+    "projects-set-member.json": lambda body: (
+        (body["userId"], body["role"])
+        == (demo_ids().member_id, sent("projects-set-member.json")["role"])
+    ),
+    "projects-update.json": lambda body: (
+        (body["id"], body["context"])
+        == (demo_ids().project_id, sent("projects-update.json")["context"])
+    ),
+}
+
+
 def function_of(event_file: Path) -> str:
     directory = event_file.name.split("-", 1)[0]
     by_directory = {path.name: name for name, path in template.code_dirs().items()}
@@ -103,15 +197,19 @@ def test_events_cover_every_function_in_the_template() -> None:
     assert not missing, f"functions without a sample event in events/: {missing}"
 
 
-def test_every_http_event_file_has_its_expected_status() -> None:
+def test_every_http_event_file_has_its_expected_status_and_fact() -> None:
     # Given
     files = {path.name for path in HTTP_FILES}
     # When
     unlisted = sorted(files - set(EXPECTED_STATUS))
     stale = sorted(set(EXPECTED_STATUS) - files)
+    unfactual = sorted(files - set(EXPECTED_FACT))
+    stale_facts = sorted(set(EXPECTED_FACT) - files)
     # Then
     assert not unlisted, f"say which status these events answer in EXPECTED_STATUS: {unlisted}"
     assert not stale, f"EXPECTED_STATUS names event files that are gone: {stale}"
+    assert not unfactual, f"say what these events' answers show in EXPECTED_FACT: {unfactual}"
+    assert not stale_facts, f"EXPECTED_FACT names event files that are gone: {stale_facts}"
 
 
 @pytest.mark.parametrize("event_file", EVENT_FILES, ids=lambda path: path.name)
@@ -134,12 +232,14 @@ def test_event_file_reaches_its_success_path(event_file: Path) -> None:
         assert {"read", "changed"} <= set(response), response
     else:
         assert response["statusCode"] == EXPECTED_STATUS[event_file.name], response
+        body = None
         if response["statusCode"] == 204:
             assert not response.get("body"), response
         else:
             body = json.loads(response["body"])
             assert isinstance(body, dict), body
             assert "error" not in body, body
+        assert EXPECTED_FACT[event_file.name](body), body
 
 
 def test_seeding_again_changes_nothing_the_events_read() -> None:
@@ -248,6 +348,22 @@ def test_every_http_route_in_the_template_has_an_event_file() -> None:
     )
     # Then
     assert not missing, f"routes without a sample event in events/: {missing}"
+
+
+def test_every_operation_of_the_openapi_document_has_an_event_file() -> None:
+    # Given
+    covered = {load(path)["routeKey"] for path in HTTP_FILES}
+    document = json.loads((template.ROOT / "layers/recall/recall/api/openapi.json").read_text())
+    operations = {
+        f"{method.upper()} {path}"
+        for path, methods in document["paths"].items()
+        for method in methods
+    }
+    # When
+    missing = sorted(operations - covered)
+    # Then
+    assert operations, "the OpenAPI document lists no operation"
+    assert not missing, f"OpenAPI operations without a sample event in events/: {missing}"
 
 
 @pytest.mark.parametrize("event_file", SQS_FILES, ids=lambda path: path.name)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from recall.domain import clock
-from recall.domain.access import Role, at_least
+from recall.domain.access import Role, roles_reaching
 from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
 from recall.domain.jobs import AnyJob
@@ -45,6 +45,7 @@ from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import TurnContextLoader
 from recall.settings import Settings
 from recall.store.memories import HeldMemory, TurnMemoryWrites
+from recall.store.projects import ROLE_LOST
 from recall.store.turns import SavedTurn, SessionChanged, TurnReads
 
 Thread = tuple[str, str, str]  # user, project, conversation
@@ -95,8 +96,18 @@ class InMemoryProjects:
         return self.roles.get((project_id, user_id))
 
     def update(
-        self, project_id: str, name: str | None, context: dict[str, Any] | None, updated_at: str
+        self,
+        project_id: str,
+        name: str | None,
+        context: dict[str, Any] | None,
+        updated_at: str,
+        *,
+        caller_id: str,
+        caller_roles: frozenset[Role],
     ) -> Project:
+        """Only while ``caller_id`` still has one of ``caller_roles``."""
+        if self.roles.get((project_id, caller_id)) not in caller_roles:
+            raise Forbidden(ROLE_LOST)
         project = self.projects.get(project_id)
         if project is None:
             raise NotFound("No such project.")
@@ -128,11 +139,21 @@ class InMemoryProjects:
         ]
 
     def change_member(
-        self, member: Member, before: Role | None, after: Role | None, owner_delta: int
+        self,
+        member: Member,
+        before: Role | None,
+        after: Role | None,
+        owner_delta: int,
+        *,
+        caller_id: str,
+        caller_roles: frozenset[Role],
     ) -> None:
-        """Only while the member's role is still ``before`` and an owner would remain."""
+        """Only while the member's role is still ``before``, an owner would remain and
+        ``caller_id`` still has one of ``caller_roles``."""
         project = self.projects.get(member.project_id)
         place = (member.project_id, member.user_id)
+        if self.roles.get((member.project_id, caller_id)) not in caller_roles:
+            raise Forbidden(ROLE_LOST)
         if self.lost_races:
             self.lost_races -= 1
             raise Conflict("The project's members changed meanwhile.")
@@ -592,7 +613,7 @@ class InMemoryTurns:
         if self._conversations.get(*place) is None:
             raise NotFound("The conversation was deleted.")
         role = self._projects.role_of(turn.conversation.project_id, turn.conversation.user_id)
-        if role not in at_least(Role.EDITOR):
+        if role not in roles_reaching(Role.EDITOR):
             raise Forbidden("Your role on this project changed: you can no longer chat here.")
         if not self._sessions.holds(place, turn.expected_version):
             raise SessionChanged("Another turn saved first.")

@@ -229,7 +229,14 @@ def test_the_model_sees_memory_project_context_the_window_then_the_new_message()
     # Given persistent memory, memory of this thread and of another, and a window
     recall = InMemoryRecall(model=ScriptedModel(said("ok")))
     project = shop(recall)
-    recall.projects.update(project, None, {"currency": "EUR"}, clock.stamp(clock.now()))
+    recall.projects.update(
+        project,
+        None,
+        {"currency": "EUR"},
+        clock.stamp(clock.now()),
+        caller_id=ALICE,
+        caller_roles=frozenset({Role.OWNER}),
+    )
     conversation_id, session = thread_with_window(recall, BOB, project)
     other = recall.conversations.add(BOB, project)
     recall.memories.add(

@@ -22,9 +22,10 @@ _WHAT = {
 }
 
 
-def at_least(needed: Role) -> list[Role]:
-    """Every role that may do what ``needed`` may."""
-    return [role for role in Role if _RANK[role] >= _RANK[needed]]
+def roles_reaching(needed: Role) -> frozenset[Role]:
+    """Every role that may do what ``needed`` may: what a write re-checks the caller's role
+    against in its own transaction, so a role lost after the first check stops the write."""
+    return frozenset(role for role, rank in _RANK.items() if rank >= _RANK[needed])
 
 
 def require(role: Role | None, needed: Role) -> Role:

@@ -5,15 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from recall.domain import clock
-from recall.domain.access import Role
+from recall.domain.access import Role, roles_reaching
 from recall.domain.ids import new_id
 from recall.domain.projects import Member, Project, checked_context, checked_name, owner_delta
-from recall.errors import Conflict, Invalid, NotFound
+from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.observability import logger
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
 from recall.store.keys import USER_ID_MAX_BYTES, fits_user_id
-from recall.store.projects import ProjectStore
+from recall.store.projects import ROLE_LOST, ProjectStore
+
+MANAGERS = roles_reaching(Role.OWNER)
+"""Who may manage members: re-checked by each member change's own transaction."""
+EDITORS = roles_reaching(Role.EDITOR)
+"""Who may change the project itself: re-checked by the update's own transaction."""
 
 
 class ProjectService:
@@ -65,6 +70,8 @@ class ProjectService:
             checked_name(name, self._settings.project_name_max_chars) if name is not None else None,
             self._checked_context(context) if context is not None else None,
             clock.stamp(clock.now()),
+            caller_id=user_id,
+            caller_roles=EDITORS,
         )
         return project, role
 
@@ -75,7 +82,9 @@ class ProjectService:
     def set_member(
         self, user_id: str, project_id: str, member_id: str, role: Role
     ) -> tuple[Member, bool]:
-        """Add or change a member; ``True`` when they were added."""
+        """Add or change a member; ``True`` when they were added. The caller's role is read
+        first and checked again by the write itself, so an owner demoted or removed meanwhile
+        changes nothing."""
         self._access.require(user_id, project_id, Role.OWNER)
         if not fits_user_id(member_id):
             raise Invalid(
@@ -92,9 +101,17 @@ class ProjectService:
             )
             if before is role:
                 return member, False
+            self._still_owner_if_self(user_id, member_id, before)
             self._guard_last_owner(project_id, owner_delta(before, role))
             try:
-                self._projects.change_member(member, before, role, owner_delta(before, role))
+                self._projects.change_member(
+                    member,
+                    before,
+                    role,
+                    owner_delta(before, role),
+                    caller_id=user_id,
+                    caller_roles=MANAGERS,
+                )
             except Conflict:
                 if attempt == self._settings.member_change_attempts - 1:
                     raise
@@ -106,6 +123,7 @@ class ProjectService:
         raise Conflict("The project's members changed meanwhile.")
 
     def remove_member(self, user_id: str, project_id: str, member_id: str) -> None:
+        """Remove a member, only while the caller is still an owner (checked by the write)."""
         self._access.require(user_id, project_id, Role.OWNER)
         if not fits_user_id(member_id):
             raise NotFound("That user is not a member of this project.")
@@ -113,16 +131,31 @@ class ProjectService:
             before = self._projects.role_of(project_id, member_id)
             if before is None:
                 raise NotFound("That user is not a member of this project.")
+            self._still_owner_if_self(user_id, member_id, before)
             self._guard_last_owner(project_id, owner_delta(before, None))
             member = Member(project_id=project_id, user_id=member_id, role=before, added_at="")
             try:
-                self._projects.change_member(member, before, None, owner_delta(before, None))
+                self._projects.change_member(
+                    member,
+                    before,
+                    None,
+                    owner_delta(before, None),
+                    caller_id=user_id,
+                    caller_roles=MANAGERS,
+                )
             except Conflict:
                 if attempt == self._settings.member_change_attempts - 1:
                     raise
                 continue
             logger.info("member removed", extra={"project_id": project_id, "was": before})
             return
+
+    @staticmethod
+    def _still_owner_if_self(user_id: str, member_id: str, before: Role | None) -> None:
+        """An owner changing themselves: the role just read is their own, again after a
+        retry, so one demoted or removed meanwhile stops here (the write checks it too)."""
+        if member_id == user_id and before not in MANAGERS:
+            raise Forbidden(ROLE_LOST)
 
     def _guard_last_owner(self, project_id: str, delta: int) -> None:
         if delta >= 0:

@@ -8,17 +8,19 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 from pydantic import Field
 
-from recall.domain.access import Role, at_least
+from recall.domain.access import Role, roles_reaching
 from recall.domain.projects import ContextValue, Member, Project
-from recall.errors import Conflict, NotFound
+from recall.errors import Forbidden, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
     StoredItem,
     batch_get,
+    cancellation_codes,
     decode_cursor,
     dynamodb_client,
     encode_cursor,
+    error_code,
     from_item,
     to_item,
     to_value,
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 PROJECT_SK = "PROJECT"
 MEMBER_PREFIX = "MEMBER#"
 BY_MEMBER = "byMember"
+ROLE_LOST = "Your role on this project changed meanwhile; it no longer allows this."
+_FAILED = "ConditionalCheckFailed"
 
 
 def project_key(project_id: str) -> Item:
@@ -39,6 +43,21 @@ def project_key(project_id: str) -> Item:
 
 def member_key(project_id: str, user_id: str) -> Item:
     return to_item({"projectId": project_id, "sk": MEMBER_PREFIX + user_id})
+
+
+def _role_in(roles: frozenset[Role]) -> tuple[str, dict[str, Any]]:
+    """``#role IN (…)`` over ``roles``, and its values."""
+    values = {f":role{n}": to_value(role.value) for n, role in enumerate(sorted(roles))}
+    return f"#role IN ({', '.join(values)})", values
+
+
+def _failed_at(exc: ClientError, index: int) -> bool:
+    """Whether the transaction was cancelled because item ``index``'s condition failed:
+    the reasons are read by position, one per item in the order they were sent."""
+    if error_code(exc) != "TransactionCanceledException":
+        return False
+    codes = cancellation_codes(exc)
+    return len(codes) > index and codes[index] == _FAILED
 
 
 class ProjectItem(StoredItem):
@@ -122,17 +141,9 @@ class ProjectStore:
     def role_check(self, project_id: str, user_id: str, needed: Role) -> dict[str, Any]:
         """A ``ConditionCheck`` that the caller still holds ``needed`` or more when the
         transaction it joins lands: a role read earlier may be gone by then."""
-        allowed = at_least(needed)
-        placeholders = [f":role{index}" for index in range(len(allowed))]
-        return {
-            "TableName": self._table,
-            "Key": member_key(project_id, user_id),
-            "ConditionExpression": f"#role IN ({', '.join(placeholders)})",
-            "ExpressionAttributeNames": {"#role": "role"},
-            "ExpressionAttributeValues": {
-                name: to_value(role.value) for name, role in zip(placeholders, allowed, strict=True)
-            },
-        }
+        check: dict[str, Any] = self._caller_check(project_id, user_id, roles_reaching(needed))
+        condition: dict[str, Any] = check["ConditionCheck"]
+        return condition
 
     def read_project_and_role(self, items: list[Item]) -> tuple[Project | None, Role | None]:
         project: Project | None = None
@@ -150,8 +161,18 @@ class ProjectStore:
         return self._table
 
     def update(
-        self, project_id: str, name: str | None, context: dict[str, Any] | None, updated_at: str
+        self,
+        project_id: str,
+        name: str | None,
+        context: dict[str, Any] | None,
+        updated_at: str,
+        *,
+        caller_id: str,
+        caller_roles: frozenset[Role],
     ) -> Project:
+        """Rename or re-context the project while ``caller_id`` still has one of
+        ``caller_roles``: their member item is checked in the same transaction, so a caller
+        removed or demoted since their role was read is refused (Forbidden)."""
         sets = ["#updatedAt = :updatedAt"]
         names = {"#pk": "projectId", "#updatedAt": "updatedAt"}
         values: dict[str, Any] = {":updatedAt": to_value(updated_at)}
@@ -163,22 +184,30 @@ class ProjectStore:
             sets.append("#context = :context")
             names["#context"] = "context"
             values[":context"] = to_value(context)
+        change: Any = {
+            "Update": {
+                "TableName": self._table,
+                "Key": project_key(project_id),
+                "UpdateExpression": "SET " + ", ".join(sets),
+                "ConditionExpression": "attribute_exists(#pk)",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            }
+        }
         try:
-            result = self.client.update_item(
-                TableName=self._table,
-                Key=project_key(project_id),
-                UpdateExpression="SET " + ", ".join(sets),
-                ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
+            self.client.transact_write_items(
+                TransactItems=[change, self._caller_check(project_id, caller_id, caller_roles)]
             )
         except ClientError as exc:
-            error = translate(exc)
-            if isinstance(error, Conflict):
+            if _failed_at(exc, 1):
+                raise Forbidden(ROLE_LOST) from exc
+            if _failed_at(exc, 0):
                 raise NotFound("No such project.") from exc
-            raise error from exc
-        return ProjectItem.model_validate(from_item(result["Attributes"])).project()
+            raise translate(exc, "The project changed meanwhile; try again.") from exc
+        project = self.get(project_id)
+        if project is None:
+            raise NotFound("No such project.")
+        return project
 
     def projects_of(
         self, user_id: str, limit: int, cursor: str | None
@@ -237,19 +266,36 @@ class ProjectStore:
         ]
 
     def change_member(
-        self, member: Member, before: Role | None, after: Role | None, owner_delta: int
+        self,
+        member: Member,
+        before: Role | None,
+        after: Role | None,
+        owner_delta: int,
+        *,
+        caller_id: str,
+        caller_roles: frozenset[Role],
     ) -> None:
         """Set (``after``) or remove (``after is None``) a member, only if their role is still
         ``before``, moving the owner count in the same transaction so a project can never be
-        left without an owner."""
+        left without an owner, and only while ``caller_id`` still has one of ``caller_roles``:
+        an owner removed or demoted since their role was read is refused (Forbidden). A
+        caller changing themselves is checked on their own item, which one transaction may
+        name only once."""
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
         if before is None:
             condition = "attribute_not_exists(#sk)"
-            names = {"#sk": "sk"}
-            values: dict[str, Any] = {}
+            names["#sk"] = "sk"
         else:
             condition = "#role = :before"
-            names = {"#role": "role"}
-            values = {":before": to_value(before.value)}
+            names["#role"] = "role"
+            values[":before"] = to_value(before.value)
+        checks_caller = member.user_id != caller_id
+        if not checks_caller:
+            role_in, role_values = _role_in(caller_roles)
+            condition = f"{condition} AND {role_in}"
+            names["#role"] = "role"
+            values.update(role_values)
         change: Any
         if after is None:
             change = {
@@ -284,7 +330,25 @@ class ProjectStore:
                 },
             }
         }
+        items = [change, project_update]
+        if checks_caller:
+            items.append(self._caller_check(member.project_id, caller_id, caller_roles))
         try:
-            self.client.transact_write_items(TransactItems=[change, project_update])
+            self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
+            if checks_caller and _failed_at(exc, 2):
+                raise Forbidden(ROLE_LOST) from exc
             raise translate(exc, "The project's members changed meanwhile.") from exc
+
+    def _caller_check(self, project_id: str, caller_id: str, roles: frozenset[Role]) -> Any:
+        """A transaction item that holds only while ``caller_id``'s role is one of ``roles``."""
+        condition, values = _role_in(roles)
+        return {
+            "ConditionCheck": {
+                "TableName": self._table,
+                "Key": member_key(project_id, caller_id),
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#role": "role"},
+                "ExpressionAttributeValues": values,
+            }
+        }
