@@ -109,6 +109,9 @@ class Settings(BaseSettings):
 
     # HTTP
     request_body_max_bytes: int = 262_144
+    # The Retry-After of a 429, a 503 and a 409 for a keyed turn still running: long enough
+    # for botocore's jittered retries to have spread out, short for a person waiting.
+    retry_after_seconds: int = 2
 
     # Idempotency
     idempotency_ttl_seconds: int = 3600
