@@ -139,7 +139,7 @@ def test_twenty_turns_racing_on_one_thread_land_in_order_or_leave_nothing(
         try:
             landed[text] = service.turn(user, project, text, thread_id, None)
         except Conflict as busy:
-            assert busy.retry_after == get_settings().turn_retry_after_seconds
+            assert busy.retry_after == get_settings().retry_after_seconds
             refused.append(text)
 
     texts = [f"turn {n}" for n in range(racers)]
@@ -214,7 +214,7 @@ def test_a_turn_that_gives_up_answers_409_with_retry_after_and_writes_nothing(
     )
     # Then
     assert busy.status == 409, busy
-    assert busy.headers.get("Retry-After") == str(get_settings().turn_retry_after_seconds)
+    assert busy.headers.get("Retry-After") == str(get_settings().retry_after_seconds)
     assert busy.body["error"]["code"] == "conflict"
     settings = get_settings()
     assert len(serialised_writes) == settings.turn_retry_max

@@ -48,6 +48,18 @@ class Throttled(DomainError):
     code = "throttled"
 
 
+class Unavailable(DomainError):
+    """A dependency failed transiently and its retries ran out; nothing was saved, so the
+    same request may be sent again."""
+
+    code = "unavailable"
+
+
+class InProgress(Conflict):
+    """The same request (its ``Idempotency-Key``) is still running: retry it later for
+    its answer."""
+
+
 class ModelFailed(DomainError):
     """The model failed during a turn, after the turn saved what it could: the user's
     message and an assistant message with status ``error``. ``status`` is 502, 503 or 504."""

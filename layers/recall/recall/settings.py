@@ -45,7 +45,6 @@ class Settings(BaseSettings):
     session_idle_seconds: int = 86_400
     turn_retry_max: int = 8
     turn_retry_base_seconds: float = 0.05
-    turn_retry_after_seconds: int = 1
     turn_memory_changes_max: int = 10
     tool_rounds_max: int = 4
 
@@ -112,6 +111,9 @@ class Settings(BaseSettings):
 
     # HTTP
     request_body_max_bytes: int = 262_144
+    # The Retry-After of a 429, a 503 and a 409 for a keyed turn still running: long enough
+    # for botocore's jittered retries to have spread out, short for a person waiting.
+    retry_after_seconds: int = 2
 
     # Idempotency
     idempotency_ttl_seconds: int = 3600

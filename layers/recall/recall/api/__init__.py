@@ -21,15 +21,18 @@ from recall.errors import (
     Conflict,
     DomainError,
     Forbidden,
+    InProgress,
     Invalid,
     ModelFailed,
     NotFound,
     Throttled,
     TooLarge,
     Unauthenticated,
+    Unavailable,
 )
 from recall.observability import logger
 from recall.settings import get_settings
+from recall.store.dynamodb import fault_of
 from recall.store.keys import fits_id, fits_user_id
 
 STATUS: dict[type[DomainError], int] = {
@@ -40,7 +43,11 @@ STATUS: dict[type[DomainError], int] = {
     TooLarge: 413,
     Invalid: 422,
     Throttled: 429,
+    Unavailable: 503,
 }
+
+# Statuses that say "the same request may succeed later", so they carry Retry-After.
+RETRY_LATER = {429, 503}
 
 
 def error_response(
@@ -50,9 +57,13 @@ def error_response(
     details: list[dict[str, Any]] | None = None,
     retry_after: int | None = None,
 ) -> Response[Any]:
+    """The error body; a 429 or 503 (and any error with ``retry_after`` seconds) says when
+    to try again, so a client backs off instead of hammering a busy dependency."""
     error: dict[str, Any] = {"code": code, "message": message}
     if details:
         error["details"] = details
+    if retry_after is None and status in RETRY_LATER:
+        retry_after = get_settings().retry_after_seconds
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return Response(
         status_code=status,
@@ -172,7 +183,15 @@ def new_resolver() -> APIGatewayHttpResolver:
 
     def _domain_error(error: DomainError) -> Response[Any]:
         return error_response(
-            _status_of(error), error.code, error.message, error.details, error.retry_after
+            _status_of(error),
+            error.code,
+            error.message,
+            error.details,
+            retry_after=(
+                get_settings().retry_after_seconds
+                if isinstance(error, InProgress) and error.retry_after is None
+                else error.retry_after
+            ),
         )
 
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
@@ -188,6 +207,15 @@ def new_resolver() -> APIGatewayHttpResolver:
         return error_response(404, NotFound.code, "No such route.")
 
     def _unexpected(error: Exception) -> Response[Any]:
+        fault = fault_of(error)
+        if fault is not None:
+            # A dependency still throttled or failing after botocore's retries: the
+            # request may be sent again, so it is a 429 or 503, never a 500.
+            logger.warning(
+                "dependency failed after its retries",
+                extra={"error_type": type(error).__name__, "status_code": _status_of(fault)},
+            )
+            return _domain_error(fault)
         logger.exception("unexpected error")
         return error_response(500, "internal_error", "Something went wrong on our side.")
 

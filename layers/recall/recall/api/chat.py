@@ -8,6 +8,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
+    IdempotencyPersistenceLayerError,
     IdempotencyValidationError,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -16,7 +17,8 @@ from pydantic import Field
 from recall.api.models import Body, MessageView, UsageView, View
 from recall.domain.context import TurnContext
 from recall.domain.prompt import ModelRequest
-from recall.errors import Conflict, Invalid, ModelFailed
+from recall.errors import InProgress, Invalid, ModelFailed
+from recall.observability import logger
 from recall.services.chat import TurnOutcome
 from recall.settings import Settings
 from recall.store.idempotency import persistence_layer
@@ -183,8 +185,11 @@ def answer_once(
     if context is not None:
         config.register_lambda_context(context)
 
+    produced: list[Answer] = []
+
     def run(request: dict[str, Any]) -> Answer:
-        return produce()
+        produced.append(produce())
+        return produced[0]
 
     once = idempotent_function(
         data_keyword_argument="request",
@@ -201,5 +206,13 @@ def answer_once(
             [{"field": "Idempotency-Key", "message": "reuse a key only to retry the same request"}],
         ) from exc
     except IdempotencyAlreadyInProgressError as exc:
-        raise Conflict("A request with this Idempotency-Key is still in progress.") from exc
+        raise InProgress("A request with this Idempotency-Key is still in progress.") from exc
+    except IdempotencyPersistenceLayerError:
+        if not produced:
+            raise  # nothing ran: the error handler makes it a 429 or 503, never a 500
+        # The turn is saved; only its record could not be completed. Its answer is still
+        # the truth, and a 5xx now would invite a retry that runs the turn again once the
+        # record's in-progress window has passed.
+        logger.warning("turn answered; its idempotency record stays in progress")
+        return produced[0]
     return answer

@@ -203,7 +203,7 @@ class ChatService:
         metrics.add_metric(name="ChatTurnsGivenUp", unit=MetricUnit.Count, value=1)
         raise Conflict(
             "The conversation is too busy; nothing of this turn was saved. Try again.",
-            retry_after=settings.turn_retry_after_seconds,
+            retry_after=settings.retry_after_seconds,
         )
 
     @staticmethod

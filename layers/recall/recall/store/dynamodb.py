@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from recall.errors import Conflict, Invalid, Throttled
+from recall.errors import Conflict, DomainError, Invalid, Throttled, Unavailable
 from recall.settings import get_settings
 
 if TYPE_CHECKING:
@@ -43,10 +44,13 @@ _THROTTLING = {
 
 @lru_cache(maxsize=1)
 def dynamodb_client() -> DynamoDBClient:
-    """Made on first use, never at import, so tests can point it at moto first."""
+    """Made on first use, never at import, so tests can point it at moto first. botocore's
+    standard mode retries throttling, 5xx and dropped connections with jittered backoff;
+    ``total_max_attempts`` counts the first try, so the setting means attempts in all
+    (botocore's ``max_attempts`` would add one)."""
     attempts = get_settings().dynamodb_max_attempts
     return boto3.client(
-        "dynamodb", config=Config(retries={"mode": "standard", "max_attempts": attempts})
+        "dynamodb", config=Config(retries={"mode": "standard", "total_max_attempts": attempts})
     )
 
 
@@ -113,8 +117,19 @@ def error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+_TRANSIENT = {
+    "InternalServerError",
+    "ServiceUnavailable",
+    "RequestTimeout",
+    "RequestTimeoutException",
+}
+BUSY = "The store is busy; try again shortly."
+UNAVAILABLE = "The store is unavailable for a moment; nothing was saved, try again shortly."
+
+
 def translate(exc: ClientError, conflict_message: str = "The item changed meanwhile.") -> Exception:
-    """DynamoDB's error codes as domain errors; anything unexpected is re-raised as is."""
+    """DynamoDB's error codes as domain errors; anything unexpected is re-raised as is.
+    Throttling and transient faults reach here only once botocore's retries ran out."""
     code = error_code(exc)
     if code in {"ConditionalCheckFailedException", "TransactionConflictException"}:
         return Conflict(conflict_message)
@@ -123,13 +138,32 @@ def translate(exc: ClientError, conflict_message: str = "The item changed meanwh
         # conflict; a reason like ValidationError is a request DynamoDB refused (a bug).
         reasons = set(cancellation_codes(exc))
         if reasons & _THROTTLED_REASONS:
-            return Throttled("The store is busy; try again shortly.")
+            return Throttled(BUSY)
         if not reasons or (reasons & _CONFLICTS and reasons <= _CONFLICTS | {"None"}):
             return Conflict(conflict_message)
         return exc
     if code in _THROTTLING:
-        return Throttled("The store is busy; try again shortly.")
+        return Throttled(BUSY)
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+    if code in _TRANSIENT or status >= 500:
+        return Unavailable(UNAVAILABLE)
     return exc
+
+
+def fault_of(exc: BaseException) -> DomainError | None:
+    """What an AWS call's failure means to a caller once its retries ran out: throttling
+    (``Throttled``), a transient fault or a connection that never answered
+    (``Unavailable``), or None for anything else (a bug). Follows ``raise … from`` causes,
+    so a fault a library wrapped (the idempotency layer does) is still recognised."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ClientError):
+            found = translate(seen)
+            return found if isinstance(found, (Throttled, Unavailable)) else None
+        if isinstance(seen, (BotoConnectionError, HTTPClientError)):
+            return Unavailable(UNAVAILABLE)
+        seen = seen.__cause__
+    return None
 
 
 def cancellation_codes(exc: ClientError) -> list[str]:

@@ -13,6 +13,7 @@ from botocore.config import Config
 
 @lru_cache(maxsize=4)
 def persistence_layer(table: str, max_attempts: int) -> DynamoDBPersistenceLayer:
-    config = Config(retries={"mode": "standard", "max_attempts": max_attempts})
+    """``max_attempts`` in all, the first try included (as for the store's own client)."""
+    config = Config(retries={"mode": "standard", "total_max_attempts": max_attempts})
     client = boto3.client("dynamodb", config=config)
     return DynamoDBPersistenceLayer(table_name=table, boto3_client=client)

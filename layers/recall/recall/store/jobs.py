@@ -11,7 +11,7 @@ from botocore.config import Config
 
 from recall.domain.jobs import AnyJob, job_body
 from recall.errors import Throttled
-from recall.settings import Settings
+from recall.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -22,10 +22,14 @@ SEND_BATCH_MAX = 10  # SQS's limit for SendMessageBatch
 @lru_cache(maxsize=1)
 def sqs_client() -> SQSClient:
     """Made on first use, never at import, so tests can point it at moto first. Short
-    timeouts and few retries: a turn queues its jobs after answering's work is saved, and
-    waits for the queue no longer than it must."""
+    timeouts and few attempts in all (the ``JOB_QUEUE_*`` settings): a turn queues its
+    jobs after its work is saved, and waits for the queue no longer than it must."""
+    settings = get_settings()
+    timeout = settings.job_queue_timeout_seconds
     config = Config(
-        connect_timeout=1, read_timeout=2, retries={"mode": "standard", "max_attempts": 2}
+        connect_timeout=timeout,
+        read_timeout=timeout,
+        retries={"mode": "standard", "total_max_attempts": settings.job_queue_max_attempts},
     )
     return boto3.client("sqs", config=config)
 

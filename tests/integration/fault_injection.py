@@ -1,0 +1,156 @@
+"""Faults put on a botocore client below its retry handler: an armed request's HTTP attempts
+are answered with an AWS error (or a dropped connection) instead of being sent, so
+botocore's own retry policy sees them exactly as it would see AWS's, and the test sees
+which attempts it made and what backoff it asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+import json
+from typing import Any
+
+from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
+from botocore.exceptions import EndpointConnectionError
+from botocore.retries.standard import ExponentialBackoff
+
+# A fault persists for this many attempts: once (a retry recovers) or past any retry bound.
+ONCE = 1
+ALWAYS = 1_000
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One AWS failure as the wire carries it: an error code with its HTTP status (and,
+    for a cancelled transaction, its reasons), or no answer at all (``status`` 0)."""
+
+    name: str
+    code: str
+    status: int
+    reasons: tuple[str, ...] = ()
+    only_on: str | None = None  # an operation this fault can come from, or any
+
+    @property
+    def dropped(self) -> bool:
+        return self.status == 0
+
+    def fits(self, operation: str) -> bool:
+        return self.only_on is None or self.only_on == operation
+
+    def response(self, url: str) -> AWSResponse:
+        body: dict[str, Any] = {"__type": f"com.amazonaws.dynamodb.v20120810#{self.code}"}
+        body["message"] = f"injected {self.name}"
+        if self.reasons:
+            body["CancellationReasons"] = [{"Code": reason} for reason in self.reasons]
+        raw = _Raw(json.dumps(body).encode())
+        headers = HTTPHeaders()
+        headers["content-type"] = "application/x-amz-json-1.0"
+        headers["x-amzn-requestid"] = "injected-fault"
+        return AWSResponse(url, self.status, headers, raw)
+
+
+class _Raw:
+    """The little of urllib3's response AWSResponse reads."""
+
+    def __init__(self, content: bytes) -> None:
+        self._content = content
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._content
+
+
+THROTTLES = (
+    Fault("provisioned throughput exceeded", "ProvisionedThroughputExceededException", 400),
+    Fault("throttling", "ThrottlingException", 400),
+    Fault("request limit exceeded", "RequestLimitExceeded", 400),
+    Fault(
+        "transaction cancelled by throttling",
+        "TransactionCanceledException",
+        400,
+        ("None", "ThrottlingError"),
+        only_on="TransactWriteItems",
+    ),
+)
+TRANSIENTS = (
+    Fault("internal server error", "InternalServerError", 500),
+    Fault("service unavailable", "ServiceUnavailable", 503),
+    Fault("connection refused", "", 0),
+)
+
+
+@dataclass
+class Injector:
+    """Records every request a client makes (one per API call, whatever its retries), and
+    answers the armed one's attempts with ``fault`` for ``times`` attempts."""
+
+    requests: list[str] = field(default_factory=list)
+    attempts: list[str] = field(default_factory=list)
+    faulted: list[str] = field(default_factory=list)
+    target: int | None = None
+    fault: Fault | None = None
+    times: int = 0
+
+    def arm(self, at: int, fault: Fault, times: int) -> None:
+        self.requests.clear()
+        self.attempts.clear()
+        self.faulted.clear()
+        self.target, self.fault, self.times = at, fault, times
+
+    def disarm(self) -> None:
+        self.target, self.fault = None, None
+
+    def on_call(self, model: Any, **_: Any) -> None:
+        self.requests.append(model.name)
+
+    def on_send(self, request: Any, **_: Any) -> AWSResponse | None:
+        operation = self.requests[-1] if self.requests else "?"
+        self.attempts.append(operation)
+        armed = self.fault is not None and self.target == len(self.requests) - 1
+        if not armed or self.fault is None or len(self.faulted) >= self.times:
+            return None
+        self.faulted.append(operation)
+        if self.fault.dropped:
+            raise EndpointConnectionError(endpoint_url=request.url)
+        return self.fault.response(request.url)
+
+
+@contextmanager
+def injected(client: Any, service: str = "dynamodb") -> Iterator[Injector]:
+    """An injector on ``client`` for the block: ``before-call`` counts requests,
+    ``before-send`` (one per HTTP attempt, under the retry handler) answers the faults."""
+    injector = Injector()
+    events = client.meta.events
+    events.register(f"before-call.{service}", injector.on_call, unique_id="fault-calls")
+    events.register(f"before-send.{service}", injector.on_send, unique_id="fault-sends")
+    try:
+        yield injector
+    finally:
+        events.unregister(f"before-call.{service}", unique_id="fault-calls")
+        events.unregister(f"before-send.{service}", unique_id="fault-sends")
+
+
+@dataclass
+class Backoffs:
+    """The delays botocore's standard retry mode asked for; none of them is slept."""
+
+    asked: list[float] = field(default_factory=list)
+
+
+@contextmanager
+def no_backoff_sleep() -> Iterator[Backoffs]:
+    """botocore's backoff has no setting of its own, so the delay it computes is recorded
+    and replaced by zero: the retries stay, the run stays fast."""
+    backoffs = Backoffs()
+    original = ExponentialBackoff.delay_amount
+
+    def instant(self: ExponentialBackoff, context: Any) -> float:
+        backoffs.asked.append(original(self, context))
+        return 0.0
+
+    ExponentialBackoff.delay_amount = instant  # type: ignore[method-assign]
+    try:
+        yield backoffs
+    finally:
+        ExponentialBackoff.delay_amount = original  # type: ignore[method-assign]
