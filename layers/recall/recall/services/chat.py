@@ -133,7 +133,9 @@ class ChatService:
         session, exists = loaded.session, loaded.session_exists
         for attempt in range(self._settings.turn_retry_max):
             at = clock.stamp(clock.now())
-            saved = turn_messages(text, model_id, exchange, at)
+            saved = turn_messages(
+                text, model_id, exchange, at, self._settings.model_message_max_bytes
+            )
             next_session = with_turn(
                 session, saved, self._settings.window_messages, self._settings.window_max_bytes
             ).model_copy(update={"updated_at": at})
