@@ -67,7 +67,8 @@ def test_turns_of_the_longest_messages_all_land_and_no_item_passes_400_kb(
     project = make_project(alice)
     settings = get_settings()
     message = GRIN * settings.message_max_chars
-    # When: many turns of the longest message, each with an idempotency key
+    # When: many turns of the longest message, each with an idempotency key, the session
+    # pruned once along the way
     thread = None
     for turn in range(TURNS):
         body = {"message": message, **({"conversationId": thread} if thread else {})}
@@ -77,6 +78,12 @@ def test_turns_of_the_longest_messages_all_land_and_no_item_passes_400_kb(
         # Then every turn lands
         assert reply.status == 200, (turn, reply.status, str(reply.body)[:300])
         thread = reply.body["conversation"]["id"]
+        if turn == TURNS // 2:
+            # the session is pruned midway: the next turn rebuilds the window from messages
+            boto3.client("dynamodb").delete_item(
+                TableName=settings.sessions_table,
+                Key={"thread": {"S": thread_key(alice.sub or "", project, thread)}},
+            )
         again = alice.post(
             f"/projects/{project}/chat", body, headers={"Idempotency-Key": f"turn-{turn}"}
         )

@@ -46,14 +46,21 @@ def trimmed(window: list[Message], size: int, max_bytes: int) -> list[Message]:
     return kept
 
 
-def rebuilt(messages: list[Message], cleared_after: str | None, size: int) -> list[Message]:
-    """The window of a thread whose session was pruned, from its saved messages."""
-    return [
-        message
-        for message in messages
-        if belongs_in_window(message)
-        and (cleared_after is None or message.message_id > cleared_after)
-    ][-size:]
+def rebuilt(
+    messages: list[Message], cleared_after: str | None, size: int, max_bytes: int
+) -> list[Message]:
+    """The window of a thread whose session was pruned, from its saved messages: the same
+    count and bytes a live session's window keeps, so the model sees the same either way."""
+    return trimmed(
+        [
+            message
+            for message in messages
+            if belongs_in_window(message)
+            and (cleared_after is None or message.message_id > cleared_after)
+        ],
+        size,
+        max_bytes,
+    )
 
 
 def with_turn(session: Session, added: list[Message], size: int, max_bytes: int) -> Session:
