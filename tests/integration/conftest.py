@@ -4,29 +4,44 @@ fresh users, over the run's one embedded DynamoDB."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-import functools
 import json
 from typing import Any
 import uuid
 
+import boto3
 import pytest
 
 from local import embedded, runtime
+from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
-from tests.integration.aws_key_limits import check_key_sizes, key_limits
+from recall.store.idempotency import persistence_layer
+from tests.integration.aws_limits import AwsLimits, key_limits
 
 
 @pytest.fixture(scope="session", autouse=True)
 def store_for_every_test(
     embedded_store: embedded.EmbeddedStore,
 ) -> Iterator[embedded.EmbeddedStore]:
-    """The embedded store, with AWS's key-size limits on the store's client (moto has none),
-    so a key that would fail on AWS fails here too."""
-    events = dynamodb_client().meta.events
-    check = functools.partial(check_key_sizes, key_limits())
-    events.register("before-parameter-build.dynamodb", check, unique_id="aws-key-limits")
+    """The embedded store, with DynamoDB's limits (``aws_limits``) on the store's client and
+    the idempotency table's (moto has none), so a request AWS would refuse fails here too.
+    The edge reads current items through a client of its own, past the hook."""
+    raw = boto3.client("dynamodb")
+
+    def current(table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = raw.get_item(
+            TableName=table, Key=key, ConsistentRead=True
+        ).get("Item")
+        return found
+
+    edge = AwsLimits(key_limits(), current)
+    settings = get_settings()
+    idempotency = persistence_layer(settings.idempotency_table, settings.dynamodb_max_attempts)
+    clients = [dynamodb_client(), idempotency.client]
+    for client in clients:
+        client.meta.events.register("before-parameter-build.dynamodb", edge, unique_id="aws-limits")
     yield embedded_store
-    events.unregister("before-parameter-build.dynamodb", unique_id="aws-key-limits")
+    for client in clients:
+        client.meta.events.unregister("before-parameter-build.dynamodb", unique_id="aws-limits")
 
 
 class Reply:

@@ -79,3 +79,42 @@ def test_json_nested_too_deep_is_a_400(route: template.Route, openers: list[str]
     # Then the answer is 400 with the API's error body
     assert reply["statusCode"] == 400, (route.route_key, reply)
     assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+
+
+LONE_SURROGATE = st.integers(min_value=0xD800, max_value=0xDFFF).map(lambda cp: f"\\u{cp:04x}")
+FIELD = st.sampled_from(["message", "name", "title", "value", "role", "context.type", "key:"])
+
+
+@FAST
+@given(
+    route=st.sampled_from(BODY_ROUTES),
+    surrogate=LONE_SURROGATE,
+    field=FIELD,
+    around=st.tuples(st.text(max_size=8), st.text(max_size=8)),
+)
+def test_a_body_escaping_a_lone_surrogate_is_a_400(
+    route: template.Route, surrogate: str, field: str, around: tuple[str, str]
+) -> None:
+    # Given valid JSON whose string escapes half a surrogate pair: no UTF-8 can hold it,
+    # and DynamoDB refuses it (the store's client here refuses it as AWS would)
+    before, after = (json.dumps(part)[1:-1] for part in around)
+    text = f'"{before}{surrogate}{after}"'
+    if field == "key:":
+        body = "{" + text + ': "dark", "message": "hi"}'
+    elif "." in field:
+        body = '{"name": "Shop", "context": {"type": ' + text + "}}"
+    else:
+        body = '{"' + field + '": ' + text + ', "category": "brand"}'
+
+    # When it is the body of any route that takes one
+    reply = _send(route, body)
+
+    # Then the answer is 400 with the API's error body, never a 500 from the store
+    assert reply["statusCode"] == 400, (route.route_key, body, reply)
+    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+
+
+def test_a_surrogate_pair_escaped_in_json_is_text_and_is_kept() -> None:
+    route = next(r for r in BODY_ROUTES if r.route_key == "POST /projects/{projectId}/chat")
+    reply = _send(route, '{"message": "grin \\ud83d\\ude00 and an escaped \\\\ud800"}')
+    assert reply["statusCode"] == 200, reply

@@ -1,7 +1,7 @@
 """Every id a client sends (path ids, the memory ``conversationId``, the JWT ``sub``) is
 bounded by DynamoDB's key limits before a key is built from it, so an id no key could hold
 is a 4xx on AWS, not a 500. The suite's client enforces AWS's key-size limits
-(``aws_key_limits``), which moto does not, so these would fail if a bound went missing.
+(``aws_limits``), which moto does not, so these would fail if a bound went missing.
 
 Order is kept: a stranger still gets 403 first; then an id that cannot name anything is a
 404, and a user id an owner would add is a 422."""

@@ -34,13 +34,21 @@ class Settings(BaseSettings):
     conversations_page_max: int = 100
     messages_page_default: int = 50
     messages_page_max: int = 200
+    # A page of messages stops at this many bytes (DynamoDB's own query page is 1 MB), so a
+    # page of long messages stays a small response however many are asked for.
+    messages_page_max_bytes: int = 1_000_000
     title_max_chars: int = 80
     message_max_chars: int = 16_000
     delete_batch_size: int = 25
 
     # Active context
     window_messages: int = 20
+    # The session item's window, by DynamoDB's size rules: room under its 400 KB item
+    # limit for the thread key and the session's other attributes.
     window_max_bytes: int = 300_000
+    # A message the model made (the reply, a tool round), as ASCII JSON: bounds its item,
+    # its place in the window and the idempotency record that keeps the reply.
+    model_message_max_bytes: int = 60_000
     nudge_threshold_turns: int = 120
     session_idle_seconds: int = 86_400
     turn_retry_max: int = 8

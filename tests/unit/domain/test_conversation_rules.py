@@ -91,5 +91,5 @@ def test_a_rebuilt_window_starts_after_the_clear_context_marker() -> None:
     before = [_message("user", 0), _message("assistant", 0)]
     marker = new_id()
     after = [_message("user", 1), _message("assistant", 1)]
-    assert [m.content for m in rebuilt(before + after, marker, 20)] == ["m1", "m1"]
-    assert len(rebuilt(before + after, None, 3)) == 3
+    assert [m.content for m in rebuilt(before + after, marker, 20, 300_000)] == ["m1", "m1"]
+    assert len(rebuilt(before + after, None, 3, 300_000)) == 3

@@ -129,6 +129,21 @@ def json_depth(text: str) -> int:
     return max(accumulate(steps, initial=0))
 
 
+def _escapes_text(text: str) -> bool:
+    """Whether every string the JSON escapes is text: ``"\\ud800"`` is valid JSON but a
+    lone surrogate, which no UTF-8 can hold and DynamoDB refuses (a 500 once stored).
+    Called once the depth is known to be small, so parsing cannot recurse too deep."""
+    if "\\u" not in text:
+        return True
+    try:
+        json.dumps(json.loads(text), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    except ValueError:
+        return True  # not JSON: the resolver's own parse answers that
+    return True
+
+
 def _body_text(body: str, encoded: bool) -> str | None:
     """The body as text, or None when it is not UTF-8 (API Gateway base64-encodes such a
     body, and Powertools would raise ``UnicodeDecodeError`` decoding it)."""
@@ -170,6 +185,10 @@ class JsonResolver(APIGatewayHttpResolver):
                 400,
                 "malformed_json",
                 f"The request body nests more than {MAX_JSON_DEPTH} levels deep.",
+            )
+        if not _escapes_text(text):
+            return _raw_error(
+                400, "malformed_json", "The request body escapes a character that is not text."
             )
         project_id = (event.get("pathParameters") or {}).get("projectId")
         if project_id is not None and not fits_id(str(project_id)):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from pydantic import BaseModel, Field
 
 from recall.domain.messages import Message
 from recall.domain.prompt import PromptMessage
+from recall.domain.sizes import stored_size
 
 
 class Session(BaseModel):
@@ -29,22 +28,39 @@ def belongs_in_window(message: Message) -> bool:
     return message.role == "assistant" and message.status == "complete"
 
 
+def window_size(window: list[Message]) -> int:
+    """The bytes DynamoDB counts for the window as the session item stores it: each
+    message with its tool calls, usage and every other field it has."""
+    return stored_size([message.model_dump(exclude_none=True) for message in window])
+
+
 def trimmed(window: list[Message], size: int, max_bytes: int) -> list[Message]:
-    """The newest ``size`` messages that also fit in ``max_bytes`` of JSON."""
+    """The newest ``size`` messages that also fit in ``max_bytes`` by DynamoDB's size rules,
+    so the session item stays under DynamoDB's 400 KB however long the messages are."""
     kept = window[-size:] if size > 0 else []
-    while kept and len(json.dumps([m.model_dump() for m in kept])) > max_bytes:
+    sizes = [stored_size(message.model_dump(exclude_none=True)) + 1 for message in kept]
+    total = 3 + sum(sizes)
+    while kept and total > max_bytes:
+        total -= sizes.pop(0)
         kept = kept[1:]
     return kept
 
 
-def rebuilt(messages: list[Message], cleared_after: str | None, size: int) -> list[Message]:
-    """The window of a thread whose session was pruned, from its saved messages."""
-    return [
-        message
-        for message in messages
-        if belongs_in_window(message)
-        and (cleared_after is None or message.message_id > cleared_after)
-    ][-size:]
+def rebuilt(
+    messages: list[Message], cleared_after: str | None, size: int, max_bytes: int
+) -> list[Message]:
+    """The window of a thread whose session was pruned, from its saved messages: the same
+    count and bytes a live session's window keeps, so the model sees the same either way."""
+    return trimmed(
+        [
+            message
+            for message in messages
+            if belongs_in_window(message)
+            and (cleared_after is None or message.message_id > cleared_after)
+        ],
+        size,
+        max_bytes,
+    )
 
 
 def with_turn(session: Session, added: list[Message], size: int, max_bytes: int) -> Session:

@@ -4,6 +4,7 @@ and its tools did, and the messages the turn saves."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import json
 
 from recall.domain.ids import new_id
 from recall.domain.memory import shows_something
@@ -56,39 +57,97 @@ def checked_model(model: str | None, default: str, allowed: tuple[str, ...]) -> 
     return model
 
 
-def turn_messages(text: str, model_id: str, exchange: Exchange, at: str) -> list[Message]:
+def _json_size(message: Message) -> int:
+    """The message as ASCII JSON: never fewer bytes than DynamoDB counts for it (a
+    character is at least as many JSON bytes as UTF-8 bytes), and what the idempotency
+    record that keeps the reply stores."""
+    return len(json.dumps(message.model_dump(mode="json", exclude_none=True)))
+
+
+def _cut(message: Message, field_name: str, max_bytes: int) -> Message:
+    """``message`` with the text of ``field_name`` cut, at a character, to fit."""
+    text = getattr(message, field_name) or ""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _json_size(message.model_copy(update={field_name: text[:middle]})) <= max_bytes:
+            low = middle
+        else:
+            high = middle - 1
+    return message.model_copy(update={field_name: text[:low]})
+
+
+def fitted(message: Message, max_bytes: int) -> Message:
+    """A message the model made, cut to ``max_bytes`` so its item, the window and the
+    recorded reply stay under DynamoDB's 400 KB whatever the model returned. What goes
+    first is what the message needs least: tool-call inputs beyond their key (the calls
+    have run; the memory history keeps what they wrote), then tool results' text, then the
+    calls themselves, then the error and the reply's text."""
+    if _json_size(message) <= max_bytes:
+        return message
+    calls = [
+        call.model_copy(
+            update={"input": {"key": key} if isinstance(key := call.input.get("key"), str) else {}}
+        )
+        for call in message.tool_calls
+    ]
+    message = message.model_copy(update={"tool_calls": calls})
+    if _json_size(message) > max_bytes:
+        results = [
+            result.model_copy(update={"content": result.content[:200]})
+            for result in message.tool_results
+        ]
+        message = message.model_copy(update={"tool_results": results})
+    if _json_size(message) > max_bytes:
+        message = message.model_copy(update={"tool_calls": [], "tool_results": []})
+    for field_name in ("error", "content"):
+        if getattr(message, field_name) and _json_size(message) > max_bytes:
+            message = _cut(message, field_name, max_bytes)
+    return message
+
+
+def turn_messages(
+    text: str, model_id: str, exchange: Exchange, at: str, max_bytes: int
+) -> list[Message]:
     """The user's message, one tool message per tool round, then the reply (or, when the
     model failed, an assistant message with status ``error`` and the error text), each
-    with a fresh time-ordered id."""
+    with a fresh time-ordered id. What the model made is ``fitted`` to ``max_bytes``; the
+    user's message is already bounded by ``MESSAGE_MAX_CHARS``."""
     saved = [Message(message_id=new_id(), role="user", content=text, created_at=at)]
     for round_ in exchange.rounds:
         saved.append(
-            Message(
-                message_id=new_id(),
-                role="tool",
-                content=", ".join(
-                    f"{call.name} {call.input.get('key', '')}".strip() for call in round_.calls
+            fitted(
+                Message(
+                    message_id=new_id(),
+                    role="tool",
+                    content=", ".join(
+                        f"{call.name} {call.input.get('key', '')}".strip() for call in round_.calls
+                    ),
+                    tool_calls=round_.calls,
+                    tool_results=round_.results,
+                    model=model_id,
+                    created_at=at,
                 ),
-                tool_calls=round_.calls,
-                tool_results=round_.results,
-                model=model_id,
-                created_at=at,
+                max_bytes,
             )
         )
     calls = [call for round_ in exchange.rounds for call in round_.calls]
     failure = exchange.failure
     reply = exchange.reply
     saved.append(
-        Message(
-            message_id=new_id(),
-            role="assistant",
-            content=reply.text if failure is None and reply is not None else "",
-            tool_calls=calls,
-            model=model_id,
-            status="error" if failure is not None else "complete",
-            error=failure.message if failure is not None else None,
-            usage=exchange.usage,
-            created_at=at,
+        fitted(
+            Message(
+                message_id=new_id(),
+                role="assistant",
+                content=reply.text if failure is None and reply is not None else "",
+                tool_calls=calls,
+                model=model_id,
+                status="error" if failure is not None else "complete",
+                error=failure.message if failure is not None else None,
+                usage=exchange.usage,
+                created_at=at,
+            ),
+            max_bytes,
         )
     )
     return saved

@@ -156,7 +156,7 @@ class ChatService:
                 time.sleep(backoff_seconds(attempt - 1, settings.turn_retry_base_seconds))
             now = clock.now()
             at = clock.stamp(now)
-            saved = turn_messages(text, model_id, exchange, at)
+            saved = turn_messages(text, model_id, exchange, at, settings.model_message_max_bytes)
             next_session = with_turn(
                 session, saved, settings.window_messages, settings.window_max_bytes
             ).model_copy(update={"updated_at": at})

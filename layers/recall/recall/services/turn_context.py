@@ -116,7 +116,7 @@ class TurnContextLoader:
             size * 3,
         )
         logger.info("session rebuilt", extra={"conversation_id": conversation.conversation_id})
-        window = rebuilt(recent, conversation.cleared_after, size)
+        window = rebuilt(recent, conversation.cleared_after, size, self._settings.window_max_bytes)
         return Session(window=window, cleared_after=conversation.cleared_after), False
 
     def _loaded(

@@ -301,17 +301,40 @@ def encode_cursor(values: dict[str, str]) -> str:
     return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
 
 
+CURSOR_VALUE_MAX_BYTES = 1_024
+
+
+def _cursor_value(value: object) -> bool:
+    """A value a start key can hold: text that is UTF-8 (no lone surrogate) and no longer
+    than a sort key may be, so a tampered cursor is a 422 and never a request DynamoDB
+    refuses."""
+    if not isinstance(value, str) or not value:
+        return False
+    try:
+        return len(value.encode("utf-8")) <= CURSOR_VALUE_MAX_BYTES
+    except UnicodeEncodeError:
+        return False
+
+
+def not_this_cursor(reason: str = "not one this API issued") -> Invalid:
+    """The 422 of a cursor that cannot resume the list it was given to."""
+    return Invalid(
+        "The cursor is not one this API issued for this list; start again without it.",
+        [{"field": "cursor", "message": reason}],
+    )
+
+
 def decode_cursor(cursor: str, fields: set[str]) -> dict[str, str]:
     """An opaque cursor back to its values; anything a client tampered with is a 422."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         values = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
-        raise Invalid("The cursor is not one this API issued.", [{"field": "cursor"}]) from exc
+    except (ValueError, binascii.Error, UnicodeDecodeError, RecursionError) as exc:
+        raise not_this_cursor() from exc
     if (
         not isinstance(values, dict)
         or set(values) != fields
-        or not all(isinstance(v, str) and v for v in values.values())
+        or not all(_cursor_value(v) for v in values.values())
     ):
-        raise Invalid("The cursor is not one this API issued.", [{"field": "cursor"}])
+        raise not_this_cursor()
     return values

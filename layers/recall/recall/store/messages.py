@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
+from recall.domain.ids import is_id
 from recall.domain.messages import Message
+from recall.domain.sizes import item_size
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
@@ -18,6 +20,7 @@ from recall.store.dynamodb import (
     dynamodb_client,
     encode_cursor,
     from_item,
+    not_this_cursor,
     to_item,
     to_value,
 )
@@ -49,6 +52,7 @@ class MessageStore:
         self._table = settings.messages_table
         self._client = client
         self._batch_size = settings.delete_batch_size
+        self._page_max_bytes = settings.messages_page_max_bytes
 
     @property
     def client(self) -> DynamoDBClient:
@@ -64,8 +68,9 @@ class MessageStore:
     def page(
         self, user_id: str, project_id: str, conversation_id: str, limit: int, cursor: str | None
     ) -> tuple[list[Message], str | None]:
-        """The newest ``limit`` messages before the cursor, returned oldest first; the next
-        cursor reaches further back."""
+        """The newest ``limit`` messages before the cursor (fewer when they pass
+        ``messages_page_max_bytes``), returned oldest first; the next cursor reaches further
+        back, in this thread only."""
         thread = thread_key(user_id, project_id, conversation_id)
         query: dict[str, Any] = {
             "TableName": self._table,
@@ -77,13 +82,16 @@ class MessageStore:
             "ConsistentRead": True,
         }
         if cursor:
-            start = decode_cursor(cursor, {"messageId"})
-            query["ExclusiveStartKey"] = to_item({"thread": thread, **start})
+            query["ExclusiveStartKey"] = to_item(
+                {"thread": thread, "messageId": _start(cursor, conversation_id)}
+            )
         result = self.client.query(**query)
-        messages = [message_from(item) for item in reversed(result["Items"])]
-        last = result.get("LastEvaluatedKey")
-        next_cursor = encode_cursor({"messageId": from_item(last)["messageId"]}) if last else None
-        return messages, next_cursor
+        items, more = _within(result["Items"], self._page_max_bytes)
+        messages = [message_from(item) for item in reversed(items)]
+        if items and (more or result.get("LastEvaluatedKey")):
+            last = from_item(items[-1])["messageId"]
+            return messages, encode_cursor({"conversationId": conversation_id, "messageId": last})
+        return messages, None
 
     def latest_after(
         self,
@@ -169,3 +177,25 @@ class MessageStore:
             batch_delete(self.client, self._table, page["Items"], self._batch_size)
             for page in pages
         )
+
+
+def _start(cursor: str, conversation_id: str) -> str:
+    """The message a page cursor resumes before: one from another thread, or edited into
+    something no message id is, is a 422 (never a page of another position)."""
+    start = decode_cursor(cursor, {"conversationId", "messageId"})
+    if start["conversationId"] != conversation_id:
+        raise not_this_cursor("from another conversation")
+    if not is_id(start["messageId"]):
+        raise not_this_cursor("not a position in this conversation")
+    return start["messageId"]
+
+
+def _within(items: list[Item], max_bytes: int) -> tuple[list[Item], bool]:
+    """The first items that fit in ``max_bytes`` (always at least one), and whether any
+    were left out."""
+    total = 0
+    for count, item in enumerate(items):
+        total += item_size(from_item(item))
+        if total > max_bytes and count > 0:
+            return items[:count], True
+    return items, False

@@ -9,6 +9,7 @@ from botocore.exceptions import ClientError
 from pydantic import Field
 
 from recall.domain.access import Role, roles_reaching
+from recall.domain.ids import is_id
 from recall.domain.projects import ContextValue, Member, Project
 from recall.errors import Forbidden, NotFound
 from recall.settings import Settings
@@ -22,6 +23,7 @@ from recall.store.dynamodb import (
     encode_cursor,
     error_code,
     from_item,
+    not_this_cursor,
     to_item,
     to_value,
     translate,
@@ -221,9 +223,9 @@ class ProjectStore:
             "Limit": limit,
         }
         if cursor:
-            start = decode_cursor(cursor, {"projectId"})
+            start = _project_cursor(cursor)
             query["ExclusiveStartKey"] = {
-                **member_key(start["projectId"], user_id),
+                **member_key(start, user_id),
                 **to_item({"memberId": user_id}),
             }
         page = self.client.query(**query)
@@ -352,3 +354,12 @@ class ProjectStore:
                 "ExpressionAttributeValues": values,
             }
         }
+
+
+def _project_cursor(cursor: str) -> str:
+    """The project a list cursor resumes after: anything but a project id (a cursor of
+    another list, or edited) is a 422, never a start key DynamoDB refuses."""
+    start = decode_cursor(cursor, {"projectId"})["projectId"]
+    if not is_id(start):
+        raise not_this_cursor("not a position in your projects")
+    return start
