@@ -10,8 +10,35 @@ import sys
 from typing import Any
 
 from local import runtime, template
+from recall.api import contract
 
 DOCUMENT = template.ROOT / "layers" / "recall" / "recall" / "api" / "openapi.json"
+# Powertools adds a 422 of this shape to every validated route; the API never answers it
+# (recall.api turns request validation errors into its own ErrorBody), so it is dropped.
+POWERTOOLS_422 = "#/components/schemas/HTTPValidationError"
+
+
+def _as_answered(responses: dict[str, Any]) -> dict[str, Any]:
+    """A route's responses in status order, without Powertools' own 422."""
+    return {
+        status: response
+        for status, response in sorted(responses.items())
+        if POWERTOOLS_422 not in json.dumps(response)
+    }
+
+
+def _referenced(document: dict[str, Any]) -> dict[str, Any]:
+    """Only the schemas the paths reach, directly or through other schemas."""
+    schemas = document["components"]["schemas"]
+    reached: set[str] = set()
+    pending = [document["paths"]]
+    while pending:
+        text = json.dumps(pending.pop())
+        for name in schemas:
+            if name not in reached and f'"#/components/schemas/{name}"' in text:
+                reached.add(name)
+                pending.append(schemas[name])
+    return {name: schema for name, schema in sorted(schemas.items()) if name in reached}
 
 
 def document() -> dict[str, Any]:
@@ -26,20 +53,25 @@ def document() -> dict[str, Any]:
             ),
         },
         "paths": {},
-        "components": {
-            "schemas": {},
-            "securitySchemes": {"jwt": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}},
-        },
-        "security": [{"jwt": []}],
+        "components": {"schemas": {}, "securitySchemes": {}},
     }
     for function in sorted({route.function for route in template.routes()}):
         app = runtime.handler_module(function).app
-        schema = json.loads(app.get_openapi_json_schema(title="Recall", version="1"))
+        schema = json.loads(
+            app.get_openapi_json_schema(
+                title="Recall", version="1", security_schemes=contract.SECURITY_SCHEMES
+            )
+        )
         for path, operations in schema.get("paths", {}).items():
             merged["paths"].setdefault(path, {}).update(operations)
-        merged["components"]["schemas"].update(schema.get("components", {}).get("schemas", {}))
+        components = schema.get("components", {})
+        merged["components"]["schemas"].update(components.get("schemas", {}))
+        merged["components"]["securitySchemes"].update(components.get("securitySchemes", {}))
+    for operations in merged["paths"].values():
+        for operation in operations.values():
+            operation["responses"] = _as_answered(operation["responses"])
     merged["paths"] = dict(sorted(merged["paths"].items()))
-    merged["components"]["schemas"] = dict(sorted(merged["components"]["schemas"].items()))
+    merged["components"]["schemas"] = _referenced(merged)
     return merged
 
 

@@ -211,7 +211,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.wfile.write(reply.body)
 
     # http.server dispatches on do_<METHOD>; every method takes the same path.
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve  # noqa: N815
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815
+    do_OPTIONS = do_HEAD = do_TRACE = do_QUERY = _serve  # noqa: N815
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: ``_serve`` prints one shorter line per request."""

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.api import caller_id, new_resolver, page_size
+from recall.api import caller_id, new_resolver, page_limit, page_size
 from recall.api.models import (
     ConversationDetail,
     ConversationList,
@@ -29,7 +29,7 @@ app = new_resolver()
 @app.get("/projects/<projectId>/conversations")
 def list_conversations(
     projectId: str,
-    limit: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, page_limit("conversations_page_max")] = None,
     cursor: Annotated[str | None, Query()] = None,
     archived: Annotated[bool, Query()] = False,
 ) -> ConversationList:
@@ -61,7 +61,7 @@ def create_conversation(
 def get_conversation(
     projectId: str,
     conversationId: str,
-    limit: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, page_limit("messages_page_max")] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> ConversationDetail:
     settings = get_settings()

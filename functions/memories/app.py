@@ -12,7 +12,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from recall.api import caller_id, new_resolver
-from recall.api.memories import MemoryHistory, MemoryList, MemoryView, PutMemoryRequest
+from recall.api.memories import (
+    MEMORY_KEY,
+    MemoryHistory,
+    MemoryList,
+    MemoryView,
+    PutMemoryRequest,
+)
 from recall.observability import logger, metrics, tracer
 from recall.wiring import memory_service
 
@@ -30,7 +36,9 @@ def list_memories(
 
 
 @app.put("/projects/<projectId>/memories/<key>")
-def put_memory(projectId: str, key: str, body: PutMemoryRequest) -> Response[MemoryView]:
+def put_memory(
+    projectId: str, key: Annotated[str, MEMORY_KEY], body: PutMemoryRequest
+) -> Response[MemoryView]:
     entry, created = memory_service().put(
         caller_id(app),
         projectId,
@@ -50,7 +58,9 @@ def put_memory(projectId: str, key: str, body: PutMemoryRequest) -> Response[Mem
 
 @app.delete("/projects/<projectId>/memories/<key>")
 def delete_memory(
-    projectId: str, key: str, conversationId: Annotated[str | None, Query()] = None
+    projectId: str,
+    key: Annotated[str, MEMORY_KEY],
+    conversationId: Annotated[str | None, Query()] = None,
 ) -> Response[None]:
     memory_service().delete(caller_id(app), projectId, key, conversationId)
     return Response(status_code=204)
@@ -58,7 +68,9 @@ def delete_memory(
 
 @app.get("/projects/<projectId>/memories/<key>/history")
 def memory_history(
-    projectId: str, key: str, conversationId: Annotated[str | None, Query()] = None
+    projectId: str,
+    key: Annotated[str, MEMORY_KEY],
+    conversationId: Annotated[str | None, Query()] = None,
 ) -> MemoryHistory:
     records = memory_service().history(caller_id(app), projectId, key, conversationId)
     return MemoryHistory.of(key, conversationId, records)

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.api import caller_id, new_resolver, page_size
+from recall.api import caller_id, new_resolver, page_limit, page_size
 from recall.api.models import (
     CreateProjectRequest,
     MemberList,
@@ -41,7 +41,7 @@ def create_project(body: CreateProjectRequest) -> Response[ProjectView]:
 
 @app.get("/projects")
 def list_projects(
-    limit: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, page_limit("projects_page_max")] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> ProjectList:
     settings = get_settings()

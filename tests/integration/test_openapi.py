@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from local import openapi, runtime, template
+from recall.api import contract
 
 
 def test_the_published_document_is_current() -> None:
@@ -43,3 +44,63 @@ def test_the_chat_route_documents_its_reply_with_every_field() -> None:
         "usage",
     }
     assert set(reply["required"]) == set(reply["properties"])
+
+
+def test_every_template_route_has_one_row_in_the_contract_table() -> None:
+    routes = {f"{r.method} {r.path}" for r in template.routes() if r.path != "/openapi.json"}
+    assert set(contract.ROUTES) == routes
+
+
+def test_every_operation_needs_a_bearer_jwt() -> None:
+    # Given
+    document = json.loads(openapi.DOCUMENT.read_text())
+    # When
+    schemes = document["components"]["securitySchemes"]
+    securities = [
+        operation.get("security")
+        for operations in document["paths"].values()
+        for operation in operations.values()
+    ]
+    # Then
+    assert schemes == {
+        "jwt": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": schemes["jwt"]["description"],
+        }
+    }
+    assert securities == [[{"jwt": []}]] * len(securities)
+
+
+def test_every_error_carries_the_error_body_and_gateway_answers_their_own() -> None:
+    # Given
+    document = json.loads(openapi.DOCUMENT.read_text())
+    ours = {"$ref": "#/components/schemas/ErrorBody"}
+    gateways = {"$ref": "#/components/schemas/GatewayMessage"}
+    # When
+    errors = {
+        (path, method, int(status)): response["content"]["application/json"]["schema"]
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        for status, response in operation["responses"].items()
+        if int(status) >= 400
+    }
+    # Then
+    for (path, method, status), schema in errors.items():
+        expected = [gateways, ours] if status in contract.GATEWAY_TOO else None
+        assert schema.get("anyOf", schema) == (expected or ours), (path, method, status)
+    assert {status for _, _, status in errors} == {
+        400,
+        401,
+        403,
+        404,
+        409,
+        413,
+        415,
+        422,
+        429,
+        502,
+        503,
+        504,
+    }

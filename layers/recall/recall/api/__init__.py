@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from http import HTTPStatus
 from itertools import accumulate
 import json
 import re
@@ -14,9 +15,17 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.constants import (
+    DEFAULT_OPENAPI_RESPONSE_DESCRIPTION,
+    DEFAULT_STATUS_CODE,
+)
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.shared.types import AnyCallableT
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from recall.api import contract
 from recall.errors import (
     Conflict,
     DomainError,
@@ -31,7 +40,7 @@ from recall.errors import (
     Unavailable,
 )
 from recall.observability import logger
-from recall.settings import get_settings
+from recall.settings import Settings, get_settings
 from recall.store.dynamodb import fault_of
 from recall.store.keys import fits_id, fits_user_id
 
@@ -156,6 +165,18 @@ def _body_text(body: str, encoded: bool) -> str | None:
     return body
 
 
+def _is_json_array(text: str) -> bool:
+    """Whether ``text`` is a well-formed JSON array (malformed JSON is left to the 400);
+    called only once the depth check has bounded what ``json.loads`` may meet."""
+    if not text.lstrip().startswith("["):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 class JsonResolver(APIGatewayHttpResolver):
     """JSON in, JSON out. A body that is too large, not JSON, not UTF-8 or nested too deeply
     is refused before anything parses it, so no parser ever sees bytes it would fail on
@@ -190,11 +211,63 @@ class JsonResolver(APIGatewayHttpResolver):
             return _raw_error(
                 400, "malformed_json", "The request body escapes a character that is not text."
             )
+        if method in {"POST", "PUT", "PATCH"} and _is_json_array(text):
+            # Powertools would take an array's first item as the body; no route takes one.
+            return _raw_error(422, Invalid.code, "The request body is a JSON object, not an array.")
         project_id = (event.get("pathParameters") or {}).get("projectId")
         if project_id is not None and not fits_id(str(project_id)):
             # No one has a role on a project id no project can have: the stranger's 403.
             return _raw_error(403, Forbidden.code, "You have no role on this project.")
         return super().resolve(event, context)
+
+    def route(
+        self,
+        rule: str,
+        method: str | list[str] | tuple[str],
+        cors: bool | None = None,
+        compress: bool = False,
+        cache_control: str | None = None,
+        summary: str | None = None,
+        description: str | None = None,
+        responses: dict[int, OpenAPIResponse] | None = None,
+        response_description: str = DEFAULT_OPENAPI_RESPONSE_DESCRIPTION,
+        tags: list[str] | None = None,
+        operation_id: str | None = None,
+        include_in_schema: bool = True,
+        security: list[dict[str, list[str]]] | None = None,
+        openapi_extensions: dict[str, Any] | None = None,
+        deprecated: bool = False,
+        enable_validation: bool | None = None,
+        custom_response_validation_http_code: int | HTTPStatus | None = None,
+        status_code: int = DEFAULT_STATUS_CODE,
+        middlewares: list[Callable[..., Any]] | None = None,
+    ) -> Callable[[AnyCallableT], AnyCallableT]:
+        """Every documented route takes its statuses and security from ``contract.ROUTES``,
+        so declaring a route never repeats them."""
+        if include_in_schema and isinstance(method, str) and responses is None:
+            responses = contract.responses(contract.route_key(method, rule))
+            security = security or contract.SIGNED_IN
+        return super().route(
+            rule,
+            method,
+            cors,
+            compress,
+            cache_control,
+            summary,
+            description,
+            responses,
+            response_description,
+            tags,
+            operation_id,
+            include_in_schema,
+            security,
+            openapi_extensions,
+            deprecated,
+            enable_validation,
+            custom_response_validation_http_code,
+            status_code,
+            middlewares,
+        )
 
 
 def new_resolver() -> APIGatewayHttpResolver:
@@ -242,6 +315,16 @@ def new_resolver() -> APIGatewayHttpResolver:
     app.exception_handler(RequestValidationError)(_invalid_request)
     app.exception_handler(Exception)(_unexpected)
     return app
+
+
+def page_limit(maximum_setting: str) -> Any:
+    """The ``limit`` query parameter, documented with its setting's default bounds; only
+    ``page_size`` enforces them, with the bounds the settings hold when it runs."""
+    maximum = Settings.model_fields[maximum_setting].default
+    return Query(
+        description=f"1 to {maximum_setting.upper()} ({maximum} by default).",
+        json_schema_extra={"minimum": 1, "maximum": maximum},
+    )
 
 
 def page_size(limit: int | None, default: int, maximum: int) -> int:

@@ -7,6 +7,7 @@ with a message that lists the allowed values, the same check a model's tool call
 
 from __future__ import annotations
 
+from aws_lambda_powertools.event_handler.openapi.params import Path
 from pydantic import AwareDatetime, Field
 
 from recall.api.models import Body, View
@@ -17,6 +18,13 @@ from recall.domain.memory import (
     MemoryEntry,
     Scope,
     Source,
+)
+
+# What ``check_key`` accepts, as a JSON Schema pattern: documented only, so the domain's
+# check stays the one that answers (422, with its message).
+MEMORY_KEY = Path(
+    description="1 to 64 of a-z 0-9 _ - and ., not only dots.",
+    json_schema_extra={"pattern": r"^[a-z0-9_.-]*[a-z0-9_-][a-z0-9_.-]*$", "maxLength": 64},
 )
 
 
