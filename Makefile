@@ -14,7 +14,7 @@ EVENT ?= events/projects-list.json
 JOB ?= drain
 
 .DEFAULT_GOAL := help
-.PHONY: help install dev job test unit lint format typecheck template-lint pytest invoke openapi \
+.PHONY: help install dev dev-reset job test unit lint format typecheck template-lint pytest invoke openapi \
 	bench eval check-wheels install-deploy check-deploy install-scan scan lock clean
 
 help: ## List the targets
@@ -28,7 +28,11 @@ $(INSTALLED): requirements-dev.txt layers/recall/requirements.txt
 
 install: $(INSTALLED) ## Create .venv with the pinned requirements-dev.txt (again only when it changes)
 
-dev: install ## Serve the API on http://127.0.0.1:3000 (PORT=…), the worker and the schedules
+dev: install ## Serve the API on http://127.0.0.1:3000 (PORT=…), the worker and the schedules; data kept in .local-data
+	PORT=$(PORT) $(PY) -m local.server
+
+dev-reset: install ## Like dev, but first forget what earlier runs kept (.local-data)
+	rm -rf .local-data
 	PORT=$(PORT) $(PY) -m local.server
 
 # On the `make dev` listening on PORT (POST /_local/jobs/JOB), else on a fresh embedded store.

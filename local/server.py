@@ -17,6 +17,7 @@ from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import json
 import os
+from pathlib import Path
 import signal
 import sys
 import threading
@@ -26,8 +27,13 @@ from types import FrameType
 from typing import Any
 import warnings
 
+import boto3
+
 from local import embedded, runtime, template
 from local.background import Background, job_names, run_job
+from local.snapshot import Snapshots
+from recall.settings import get_settings
+from recall.store.dynamodb import dynamodb_client
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
@@ -241,6 +247,7 @@ class LocalApi:
     store: embedded.EmbeddedStore
     owns_store: bool
     background: Background | None = None
+    snapshots: Snapshots | None = None
 
     @property
     def url(self) -> str:
@@ -253,22 +260,35 @@ class LocalApi:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
+        if self.snapshots is not None:
+            self.snapshots.stop()
         if self.owns_store:
             self.store.stop()
 
 
 def serve(
-    port: int = 0, store: embedded.EmbeddedStore | None = None, *, jobs: bool = False
+    port: int = 0,
+    store: embedded.EmbeddedStore | None = None,
+    *,
+    jobs: bool = False,
+    data: Path | None = None,
 ) -> LocalApi:
     """Serve on ``port`` (0 picks a free one) in a background thread, over ``store`` or, when
     none is given, a newly started embedded store. ``jobs`` also starts the worker draining
     the queue and the schedules' timer (``make dev``); without it, nothing runs a job until
-    ``POST /_local/jobs/<job>`` asks."""
+    ``POST /_local/jobs/<job>`` asks. ``data``, a folder, keeps a new store's tables across
+    restarts (``local/snapshot.py``): loaded before the first request, kept current after."""
     owns_store = store is None
     active = store or embedded.start()
+    snapshots = None
     try:
+        if data is not None and owns_store:
+            snapshots = Snapshots(data, active.endpoint, get_settings().local_snapshot_seconds)
+            snapshots.restore()
+            # Clients made later copy the default session's hooks; the store's exists already.
+            snapshots.watch(boto3._get_default_session().events, dynamodb_client().meta.events)
         server = _Server((HOST, port), _RequestHandler)
-    except OSError:
+    except (OSError, ValueError):
         if owns_store:
             active.stop()
         raise
@@ -276,7 +296,9 @@ def serve(
     server.store = active
     thread = threading.Thread(target=server.serve_forever, name="recall-local-api", daemon=True)
     thread.start()
-    api = LocalApi(server, thread, active, owns_store)
+    api = LocalApi(server, thread, active, owns_store, snapshots=snapshots)
+    if snapshots is not None:
+        snapshots.start()
     if jobs:
         api.background = Background(active)
         api.background.start()
@@ -296,10 +318,15 @@ def main() -> int:
     port = int(port_text)
     warnings.filterwarnings("ignore", message="No application metrics")
     print(AUTH_WARNING, flush=True)
+    folder = get_settings().local_data_dir
+    data = template.ROOT / folder if folder else None
     try:
-        api = serve(port, jobs=True)
+        api = serve(port, jobs=True, data=data)
     except OSError as exc:
         print(f"cannot listen on {HOST}:{port}: {exc.strerror}; set PORT", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"{exc}; make dev-reset starts empty", file=sys.stderr)
         return 1
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, _stop)
@@ -310,6 +337,12 @@ def main() -> int:
         f"{', '.join(poller.queue.name for poller in api.background.pollers)}; schedules "
         + (f"every {timer:g} s (LOCAL_SCHEDULE_SECONDS)" if timer > 0 else "off")
         + f"; one job now: make job JOB=<{'|'.join(job_names())}>",
+        flush=True,
+    )
+    print(
+        f"Data kept in {data} across restarts (make dev-reset starts empty)"
+        if data is not None
+        else "Data kept in memory only (LOCAL_DATA_DIR is empty)",
         flush=True,
     )
     print(

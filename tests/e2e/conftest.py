@@ -4,8 +4,15 @@ caller that speaks to it with a real HTTP client."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 import json
+import os
+from pathlib import Path
+import re
+import subprocess
+import sys
+import threading
 from typing import Any
 import urllib.error
 import urllib.request
@@ -13,7 +20,66 @@ import uuid
 
 import pytest
 
-from local import embedded, server
+from local import embedded, server, template
+
+START_SECONDS = 60  # a cold interpreter on a busy CI machine; usually two or three
+STORE_LINE = re.compile(r"Embedded DynamoDB and SQS on (http://127\.0\.0\.1:\d+)")
+
+
+@dataclass
+class DevServer:
+    """A running ``python -m local.server`` and everything it has printed so far."""
+
+    process: subprocess.Popen[str]
+    url: str
+    store: str
+    lines: list[str]
+
+
+@contextmanager
+def dev_process(
+    environment: dict[str, str], data: Path, *, stop: bool = True
+) -> Iterator[DevServer]:
+    """``python -m local.server`` (what ``make dev`` runs) in a subprocess with
+    ``environment`` added, keeping its data in ``data``, ready to answer. On leaving it is
+    terminated as Ctrl-C would (``stop``; else the caller has ended it) and must exit 0."""
+    port = embedded.free_port()
+    shell = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "local.server"],
+        cwd=template.ROOT,
+        env={**shell, **environment, "PORT": str(port), "LOCAL_DATA_DIR": str(data)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    stdout = process.stdout
+    seen: list[str] = []  # every line, appended by the pump for as long as the server runs
+    ready = threading.Event()
+
+    def pump() -> None:
+        for line in stdout:
+            seen.append(line)
+            if "ready" in line:
+                ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        if not ready.wait(START_SECONDS):
+            pytest.fail(f"no ready line within {START_SECONDS} s: {seen}")
+        store = next(found[1] for line in list(seen) if (found := STORE_LINE.search(line)))
+        yield DevServer(process, f"http://127.0.0.1:{port}", store, seen)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+    if stop:
+        assert process.returncode == 0, "".join(seen[-40:])
 
 
 @pytest.fixture(scope="session", autouse=True)

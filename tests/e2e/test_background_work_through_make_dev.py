@@ -10,22 +10,19 @@ always terminated (killed if it will not stop)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 import os
-import re
 import subprocess
 import sys
-import threading
 import uuid
 
 import boto3
 import pytest
 
-from local import embedded, template
+from local import template
 from recall.store.sessions import session_key
 from tests.conftest import wait_for
-from tests.e2e.conftest import Caller
+from tests.e2e.conftest import Caller, DevServer, dev_process
 
 pytestmark = pytest.mark.e2e
 
@@ -37,57 +34,12 @@ SHORT = {
     # The scheduled jobs read the due buckets of the current and the past hour only.
     "MAINTENANCE_LOOKBACK_HOURS": "1",
 }
-START_SECONDS = 60  # a cold interpreter on a busy CI machine; usually two or three
-STORE_LINE = re.compile(r"Embedded DynamoDB and SQS on (http://127\.0\.0\.1:\d+)")
-
-
-@dataclass
-class DevServer:
-    """A running ``python -m local.server`` and everything it has printed so far."""
-
-    process: subprocess.Popen[str]
-    url: str
-    store: str
-    lines: list[str]
 
 
 @pytest.fixture(scope="module")
-def dev_server() -> Iterator[DevServer]:
-    port = embedded.free_port()
-    shell = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "local.server"],
-        cwd=template.ROOT,
-        env={**shell, **SHORT, "PORT": str(port)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert process.stdout is not None
-    stdout = process.stdout
-    seen: list[str] = []  # every line, appended by the pump for as long as the server runs
-    ready = threading.Event()
-
-    def pump() -> None:
-        for line in stdout:
-            seen.append(line)
-            if "ready" in line:
-                ready.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        if not ready.wait(START_SECONDS):
-            pytest.fail(f"no ready line within {START_SECONDS} s: {seen}")
-        store = next(found[1] for line in list(seen) if (found := STORE_LINE.search(line)))
-        yield DevServer(process, f"http://127.0.0.1:{port}", store, seen)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-    assert process.returncode == 0, "".join(seen[-40:])
+def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    with dev_process(SHORT, tmp_path_factory.mktemp("local-data")) as running:
+        yield running
 
 
 @pytest.fixture

@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     maintenance_lookback_hours: int = 6
     # make dev runs the schedules every this many seconds.
     local_schedule_seconds: int = 60
+    # make dev keeps its tables in this folder (relative to the checkout; empty keeps
+    # nothing), written at most this many seconds after a write.
+    local_data_dir: str = ".local-data"
+    local_snapshot_seconds: float = 2.0
 
     # Model
     model_provider: Literal["offline", "bedrock"] = "offline"
