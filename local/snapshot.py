@@ -96,8 +96,11 @@ class Snapshots:
         """Mark the data changed after every write the clients behind ``emitters`` make."""
         for emitter in emitters:
             for operation in _WRITES:
+                # botocore keeps one handler per unique id, whatever the event: one each.
                 emitter.register(
-                    f"after-call.dynamodb.{operation}", self._mark, unique_id="recall-snapshot"
+                    f"after-call.dynamodb.{operation}",
+                    self._mark,
+                    unique_id=f"recall-snapshot-{operation}",
                 )
 
     def start(self) -> None:

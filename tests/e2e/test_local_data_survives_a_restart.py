@@ -74,6 +74,33 @@ def test_a_stopped_server_starts_again_with_everything_it_held(tmp_path: Path) -
         assert more.body["nudge"]["turns"] == 2
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/projects", {"name": "Alone"}),  # a transaction only
+        ("POST", "/projects/{project}/conversations", {"title": "Alone"}),  # a put only
+    ],
+)
+def test_every_kind_of_write_is_kept(
+    tmp_path: Path, method: str, path: str, body: dict[str, str]
+) -> None:
+    # Given a server whose only write since its last snapshot is of one kind
+    sub = f"user-{uuid.uuid4().hex[:12]}"
+    with dev_process(QUICK, tmp_path) as first:
+        user = caller(first, sub)
+        project = user.post("/projects", {"name": "Shop"}).body["id"]
+        time.sleep(1)  # that write is in a snapshot
+        done = user.request(method, path.format(project=project), body)
+        assert done.status == 201, done
+        before = user.get("/projects").body, user.get(f"/projects/{project}/conversations").body
+    # When it starts again
+    with dev_process(QUICK, tmp_path) as second:
+        user = caller(second, sub)
+        # Then that write is there
+        after = user.get("/projects").body, user.get(f"/projects/{project}/conversations").body
+        assert after == before
+
+
 def test_a_killed_server_loses_at_most_the_last_moments(tmp_path: Path) -> None:
     # Given a server killed without warning a while after its last write
     sub = f"user-{uuid.uuid4().hex[:12]}"
