@@ -17,19 +17,14 @@ from recall.domain.memory import Category, MemoryEntry, Scope, Source
 from recall.domain.prompt import ModelReply, ModelRequest, ToolCall
 from recall.errors import Conflict
 from recall.services.chat import ChatService
-from recall.services.followups import TurnFollowUps
-from recall.services.tool_loop import ToolLoop
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
 from recall.wiring import (
     chat_service,
-    job_queue,
-    memory_service,
+    chat_service_with,
     memory_store,
     model_choice,
     session_store,
-    turn_context_loader,
-    turn_store,
 )
 from tests.integration.conftest import Api
 
@@ -99,16 +94,7 @@ def chat_giving_up_after(attempts: int) -> ChatService:
     settings = get_settings().model_copy(
         update={"turn_retry_max": attempts, "turn_retry_base_seconds": 0.001}
     )
-    return ChatService(
-        settings,
-        turn_context_loader(),
-        ToolLoop(model_choice(), memory_service(), settings.tool_rounds_max),
-        turn_store(),
-        session_store(),
-        memory_service(),
-        memory_store(),
-        TurnFollowUps(settings, job_queue()),
-    )
+    return chat_service_with(settings)
 
 
 def entry_keys(user: str, project: str) -> set[str]:

@@ -156,7 +156,12 @@ def turn_context_loader() -> TurnContextLoader:
 
 @lru_cache(maxsize=1)
 def chat_service() -> ChatService:
-    settings = get_settings()
+    return chat_service_with(get_settings())
+
+
+def chat_service_with(settings: Settings) -> ChatService:
+    """The chat service over the wired stores, tuned by ``settings`` (tests shorten its
+    retries this way)."""
     return ChatService(
         settings,
         turn_context_loader(),
