@@ -67,8 +67,9 @@ invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 openapi: install ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
 
-bench: install ## DynamoDB requests and time per chat turn, short and long threads
+bench: install ## DynamoDB requests and time per chat turn; prompt prefix reused turn to turn
 	$(PY) -m bench.turns
+	$(PY) -m bench.prompt_cache
 
 eval: install ## Precision and recall of the offline preference classifier on its labelled set
 	$(PY) -m bench.eval_preferences

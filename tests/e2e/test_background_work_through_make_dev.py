@@ -31,6 +31,7 @@ SHORT = {
     "SESSION_IDLE_SECONDS": "3",
     "LOCAL_SCHEDULE_SECONDS": "1",
     "WINDOW_MESSAGES": "4",
+    "WINDOW_EVICT_STEP": "0",
     # The scheduled jobs read the due buckets of the current and the past hour only.
     "MAINTENANCE_LOOKBACK_HOURS": "1",
 }
@@ -108,7 +109,8 @@ def test_a_memory_entry_past_its_expiry_gets_an_expired_record(
 def test_a_thread_longer_than_the_window_gets_a_rolling_summary(
     dev_server: DevServer, user: Caller
 ) -> None:
-    # Given: WINDOW_MESSAGES=4, so the third turn's six messages push two out of the window
+    # Given: WINDOW_MESSAGES=4 and no eviction step, so the third turn's six messages push
+    # two out of the window
     project = new_project(user)
     thread = chat(user, project, "We sell handmade candles in Lisbon.")
     context = f"/projects/{project}/conversations/{thread}/context"

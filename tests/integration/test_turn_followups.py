@@ -61,10 +61,10 @@ def test_a_turn_whose_jobs_cannot_be_queued_still_answers_and_saves(
 def test_the_threads_context_shows_the_summary_of_what_left_the_window(
     alice: Api, make_project: MakeProject
 ) -> None:
-    # Given a thread longer than the window (20 messages)
+    # Given a thread longer than the window grows (30 messages, then it drops back to 20)
     project = make_project(alice)
     thread = chat(alice, project, "We sell handmade candles in Lisbon.").body["conversation"]["id"]
-    for n in range(11):
+    for n in range(15):
         chat(alice, project, f"Tell me idea number {n} for the shop window.", thread)
     assert alice.get(f"/projects/{project}/conversations/{thread}/context").body["summary"] == ""
     # When the worker folds what left the window

@@ -43,6 +43,10 @@ class Settings(BaseSettings):
 
     # Active context
     window_messages: int = 20
+    # Older messages leave the window this many at a time (it holds window_messages to
+    # window_messages + window_evict_step), so its start, and the cached prompt prefix up to
+    # it, stays put for several turns. 0 slides the window every turn.
+    window_evict_step: int = 10
     # The session item's window, by DynamoDB's size rules: room under its 400 KB item
     # limit for the thread key and the session's other attributes.
     window_max_bytes: int = 300_000
@@ -107,6 +111,19 @@ class Settings(BaseSettings):
         "meta.llama",
         "mistral.mistral-7b",
     )
+    # Bedrock models (ids or inference profile ids, a geography and a dot before the model
+    # id) that take prompt cache points: those with prompt caching on Bedrock.
+    prompt_cache_model_prefixes: Annotated[tuple[str, ...], NoDecode] = (
+        "anthropic.claude-3-5-haiku-20241022",
+        "anthropic.claude-3-7-sonnet",
+        "anthropic.claude-sonnet-4",
+        "anthropic.claude-opus-4",
+        "anthropic.claude-haiku-4-5",
+        "amazon.nova-micro",
+        "amazon.nova-lite",
+        "amazon.nova-pro",
+        "amazon.nova-premier",
+    )
     model_max_tokens: int = 1024
     model_temperature: float = 0.3
     model_max_attempts: int = 4
@@ -130,7 +147,12 @@ class Settings(BaseSettings):
     # Idempotency
     idempotency_ttl_seconds: int = 3600
 
-    @field_validator("allowed_model_ids", "json_protocol_model_prefixes", mode="before")
+    @field_validator(
+        "allowed_model_ids",
+        "json_protocol_model_prefixes",
+        "prompt_cache_model_prefixes",
+        mode="before",
+    )
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -70,6 +70,7 @@ def _native_provider() -> ModelProvider:
         max_attempts=settings.model_max_attempts,
         read_timeout=settings.model_read_timeout_seconds,
         connect_timeout=settings.model_connect_timeout_seconds,
+        cache_model_prefixes=settings.prompt_cache_model_prefixes,
     )
 
 

@@ -69,17 +69,50 @@ def _message(role: str, n: int, status: str = "complete") -> Message:
     )
 
 
-def test_the_window_keeps_the_last_twenty_messages() -> None:
+def _turns(count: int, evict_step: int) -> list[Session]:
+    """The session after each of ``count`` turns, a window of 20 dropping ``evict_step``."""
+    sessions = [Session()]
+    for n in range(count):
+        added = [_message("user", n), _message("assistant", n)]
+        sessions.append(with_turn(sessions[-1], added, 20, 300_000, evict_step))
+    return sessions[1:]
+
+
+def test_the_window_keeps_at_least_twenty_messages_and_drops_ten_at_a_time() -> None:
+    sessions = _turns(30, evict_step=10)
+    # it grows to 30, then drops back to the newest 20
+    assert [len(s.window) for s in sessions[8:18]] == [18, 20, 22, 24, 26, 28, 30, 20, 22, 24]
+    assert [m.content for m in sessions[15].window] == [
+        f"m{n}" for n in range(6, 16) for _ in (0, 1)
+    ]
+    assert min(len(s.window) for s in sessions[10:]) == 20
+    assert sessions[-1].version == 30
+
+
+def test_the_window_starts_at_the_same_message_for_several_turns() -> None:
+    starts = [s.window[0].content for s in _turns(40, evict_step=10)]
+    moved_at = [turn for turn in range(2, 41) if starts[turn - 1] != starts[turn - 2]]
+    assert moved_at == [16, 22, 28, 34, 40]  # once every six turns, not every turn
+
+
+def test_without_an_eviction_step_the_window_slides_every_turn() -> None:
+    sessions = _turns(15, evict_step=0)
+    assert [m.content for m in sessions[-1].window] == [
+        f"m{n}" for n in range(5, 15) for _ in (0, 1)
+    ]
+
+
+def test_the_window_still_fits_its_byte_budget_between_drops() -> None:
     session = Session()
-    for n in range(15):
-        session = with_turn(session, [_message("user", n), _message("assistant", n)], 20, 300_000)
-    assert [m.content for m in session.window] == [f"m{n}" for n in range(5, 15) for _ in (0, 1)]
-    assert session.version == 15
+    for n in range(10):
+        added = [_message("user", n).model_copy(update={"content": "x" * 1000})]
+        session = with_turn(session, added, 20, 4000, 10)
+    assert len(session.window) == 3
 
 
 def test_tool_rounds_and_failed_replies_stay_out_of_the_window() -> None:
     added = [_message("user", 1), _message("tool", 1), _message("assistant", 1, "error")]
-    assert [m.role for m in with_turn(Session(), added, 20, 300_000).window] == ["user"]
+    assert [m.role for m in with_turn(Session(), added, 20, 300_000, 10).window] == ["user"]
 
 
 def test_the_window_also_fits_a_byte_budget() -> None:

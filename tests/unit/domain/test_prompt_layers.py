@@ -42,3 +42,17 @@ def test_the_layers_reach_the_model_in_order_memory_before_project_context() -> 
         ("assistant", "reply"),
         ("user", "next"),
     ]
+
+
+def test_a_turn_marks_the_system_part_and_the_window_as_what_repeats_next_turn() -> None:
+    project = Project(
+        project_id="p1", name="Shop", context={}, created_by="u1", created_at=AT, updated_at=AT
+    )
+    window = [
+        Message(message_id="m1", role="user", content="earlier", created_at=AT),
+        Message(message_id="m2", role="assistant", content="reply", created_at=AT),
+    ]
+    request = assemble(turn_context(project, "", "", window), "next", "model-1", 1024, 0.2)
+    # every system part, the summary last as it changes most; the window, not the new message
+    assert request.stable_system == len(request.system) == 3
+    assert request.stable_messages == 2

@@ -83,9 +83,7 @@ class ChatReply(View):
                 turns=outcome.nudge.turns,
                 threshold=outcome.nudge.threshold,
             ),
-            usage=UsageView(
-                input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens
-            ),
+            usage=UsageView.of(outcome.usage),
         )
 
 

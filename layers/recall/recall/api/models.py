@@ -12,6 +12,7 @@ from recall.domain.access import Role
 from recall.domain.conversations import Conversation, Period
 from recall.domain.messages import Message
 from recall.domain.projects import Member, Project
+from recall.domain.prompt import Usage
 
 ContextValue = str | int | float | bool
 
@@ -148,8 +149,20 @@ class ToolResultView(View):
 
 
 class UsageView(View):
-    input_tokens: int
+    input_tokens: int = Field(
+        description="Input tokens neither read from nor written to the model's prompt cache."
+    )
     output_tokens: int
+    cache_read_input_tokens: int = Field(
+        description="Input tokens read from the model's prompt cache (0 when it has none)."
+    )
+    cache_write_input_tokens: int = Field(
+        description="Input tokens written to the model's prompt cache (0 when it has none)."
+    )
+
+    @classmethod
+    def of(cls, usage: Usage) -> UsageView:
+        return cls(**usage.model_dump())
 
 
 class MessageView(View):
@@ -175,7 +188,7 @@ class MessageView(View):
             model=message.model,
             status=message.status,
             error=message.error,
-            usage=UsageView(**message.usage.model_dump()) if message.usage else None,
+            usage=UsageView.of(message.usage) if message.usage else None,
             created_at=message.created_at,
         )
 

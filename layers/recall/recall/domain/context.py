@@ -1,6 +1,12 @@
 """Assembling what the model receives for a turn, in the product's order: system text, tool
 instructions, the memory block, project context, the rolling summary, the window, the new
-message. The turn and the context preview both call ``assemble``, so the preview is exact."""
+message. The turn and the context preview both call ``assemble``, so the preview is exact.
+
+The order is also what changes least first: a model's prompt cache reuses a request's
+prefix up to the first byte that differs, so the fixed text leads, the summary (rewritten
+when messages leave the window) closes the system part, and the new message comes last.
+The request marks where the parts that repeat on the next turn end (the whole system part
+and the window) for providers whose model caches."""
 
 from __future__ import annotations
 
@@ -88,14 +94,17 @@ def assemble(
     temperature: float,
     tools: list[ToolSpec] | None = None,
 ) -> ModelRequest:
-    messages = [*as_prompt(context.window), PromptMessage(role="user", text=new_message)]
+    window = as_prompt(context.window)
+    system = context.system()
     return ModelRequest(
         model_id=model_id,
-        system=context.system(),
-        messages=messages,
+        system=system,
+        messages=[*window, PromptMessage(role="user", text=new_message)],
         tools=MEMORY_TOOLS if tools is None else tools,
         max_tokens=max_tokens,
         temperature=temperature,
+        stable_system=len(system),
+        stable_messages=len(window),
     )
 
 

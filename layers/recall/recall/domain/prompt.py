@@ -47,16 +47,28 @@ class ModelRequest(BaseModel):
     tool_choice: str | None = None
     max_tokens: int = 1024
     temperature: float = 0.3
+    # Where the part that repeats on the thread's next turn ends: the tools, the first
+    # ``stable_system`` system parts and the first ``stable_messages`` messages. A provider
+    # whose model caches a prompt's prefix marks these ends; 0 marks nothing.
+    stable_system: int = 0
+    stable_messages: int = 0
 
 
 class Usage(BaseModel):
+    """Tokens as the model bills them: ``input_tokens`` are those neither read from nor
+    written to its prompt cache, which the two cache counts report apart."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_write_input_tokens=self.cache_write_input_tokens + other.cache_write_input_tokens,
         )
 
 

@@ -46,11 +46,22 @@ def trimmed(window: list[Message], size: int, max_bytes: int) -> list[Message]:
     return kept
 
 
+def evicted(window: list[Message], size: int, step: int) -> list[Message]:
+    """At least ``size`` messages, and older ones leave ``step`` at a time: once the window
+    would pass ``size + step`` it drops back to ``size``. Its first message then stays put
+    for several turns, so the model's cached prompt prefix keeps matching; the price is up
+    to ``step`` more messages in the prompt. A step of 0 slides the window every turn."""
+    if len(window) <= size + max(step, 0):
+        return window
+    return window[-size:] if size > 0 else []
+
+
 def rebuilt(
     messages: list[Message], cleared_after: str | None, size: int, max_bytes: int
 ) -> list[Message]:
-    """The window of a thread whose session was pruned, from its saved messages: the same
-    count and bytes a live session's window keeps, so the model sees the same either way."""
+    """The window of a thread whose session was pruned, from its saved messages: the count
+    and bytes a live session's window keeps right after it drops, so the model sees the same
+    either way (a pruned session's cache is long gone)."""
     return trimmed(
         [
             message
@@ -63,10 +74,18 @@ def rebuilt(
     )
 
 
-def with_turn(session: Session, added: list[Message], size: int, max_bytes: int) -> Session:
-    window = session.window + [message for message in added if belongs_in_window(message)]
+def with_turn(
+    session: Session, added: list[Message], size: int, max_bytes: int, evict_step: int
+) -> Session:
+    """The session after a turn: its messages join the window, which drops older messages
+    ``evict_step`` at a time (``evicted``) and always fits ``max_bytes``."""
+    window = evicted(
+        session.window + [message for message in added if belongs_in_window(message)],
+        size,
+        evict_step,
+    )
     return session.model_copy(
-        update={"window": trimmed(window, size, max_bytes), "version": session.version + 1}
+        update={"window": trimmed(window, len(window), max_bytes), "version": session.version + 1}
     )
 
 

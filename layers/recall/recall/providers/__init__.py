@@ -37,6 +37,7 @@ def new_provider(
     max_attempts: int = 3,
     read_timeout: float = 25.0,
     connect_timeout: float = 5.0,
+    cache_model_prefixes: tuple[str, ...] = (),
 ) -> ModelProvider:
     """The provider called `name`, wrapped in the JSON protocol when asked.
 
@@ -51,6 +52,7 @@ def new_provider(
                 max_attempts=max_attempts,
                 read_timeout=read_timeout,
                 connect_timeout=connect_timeout,
+                cache_model_prefixes=cache_model_prefixes,
             )
         case "offline":
             provider = OfflineProvider()

@@ -3,6 +3,11 @@
 Converse gives one request shape and native tool calling for every Bedrock chat model,
 so the chat service never learns a vendor's own format. This module is the only one
 that knows that shape, and the only one that turns Bedrock's errors into `ModelError`s.
+
+For models with prompt caching it also marks, with ``cachePoint`` blocks, where the parts
+the domain request calls stable end: after the system part and after the window. None goes
+in the tools: Claude caches tools, then system, then messages, so the system's point covers
+them, and Nova refuses a cache point there.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
     from mypy_boto3_bedrock_runtime.literals import StopReasonType
     from mypy_boto3_bedrock_runtime.type_defs import (
+        CachePointBlockTypeDef,
         ContentBlockOutputTypeDef,
         ContentBlockTypeDef,
         ConverseRequestTypeDef,
@@ -77,6 +83,14 @@ EMPTY_TOOL_RESULT: Final = "(no output)"
 
 Role = Literal["user", "assistant"]
 
+CACHE_POINT: Final[CachePointBlockTypeDef] = {"type": "default"}
+
+
+def caches_prompts(model_id: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether a model id, or an inference profile id (``us.``, ``eu.``, ``global.``… before
+    a model id), names a model that takes cache points."""
+    return model_id.startswith(prefixes) or model_id.partition(".")[2].startswith(prefixes)
+
 
 class BedrockProvider:
     """A `ModelProvider` backed by `bedrock-runtime` `converse`."""
@@ -88,10 +102,12 @@ class BedrockProvider:
         max_attempts: int = 3,
         read_timeout: float = 25.0,
         connect_timeout: float = 5.0,
+        cache_model_prefixes: tuple[str, ...] = (),
     ) -> None:
         # The read timeout stays under API Gateway's 30 s so a slow model ends as a
         # clean 504 from us rather than a bare gateway timeout.
         self._client = client
+        self._cache_model_prefixes = cache_model_prefixes
         self._config = Config(
             retries={"mode": "adaptive", "max_attempts": max_attempts},
             read_timeout=read_timeout,
@@ -107,7 +123,9 @@ class BedrockProvider:
 
     def converse(self, request: ModelRequest) -> ModelReply:
         """Send one Converse request and map the reply, or raise a `ModelError`."""
-        params = converse_params(request)
+        params = converse_params(
+            request, cache_points=caches_prompts(request.model_id, self._cache_model_prefixes)
+        )
         try:
             response = self.client.converse(**params)
         except ClientError as exc:
@@ -127,15 +145,21 @@ class BedrockProvider:
         return model_reply(response)
 
 
-def converse_params(request: ModelRequest) -> ConverseRequestTypeDef:
+def converse_params(request: ModelRequest, *, cache_points: bool = False) -> ConverseRequestTypeDef:
     """The Converse request for a domain request.
 
     Tool blocks are only valid next to a `toolConfig`, so when a request offers no tools
     (a last round that must end in text) earlier tool calls are sent as plain text. A forced
-    tool must be one the request offers: Bedrock would reject anything else.
+    tool must be one the request offers: Bedrock would reject anything else. With
+    ``cache_points``, a ``cachePoint`` follows the request's stable system parts and its
+    stable messages.
     """
     native_tools = bool(request.tools)
-    messages = _alternating(request.messages, native_tools=native_tools)
+    messages = _alternating(
+        request.messages,
+        native_tools=native_tools,
+        cache_after=request.stable_messages if cache_points else 0,
+    )
     if not messages:
         raise ModelRejected(f"Nothing to send to model {request.model_id}: no messages")
     offered = {tool.name for tool in request.tools}
@@ -152,9 +176,12 @@ def converse_params(request: ModelRequest) -> ConverseRequestTypeDef:
             "temperature": request.temperature,
         },
     }
-    system: list[SystemContentBlockTypeDef] = [
-        {"text": text} for text in request.system if text.strip()
-    ]
+    system: list[SystemContentBlockTypeDef] = []
+    for index, text in enumerate(request.system, start=1):
+        if text.strip():
+            system.append({"text": text})
+        if cache_points and index == request.stable_system and system:
+            system.append({"cachePoint": CACHE_POINT})
     if system:
         params["system"] = system
     if native_tools:
@@ -197,20 +224,25 @@ def model_reply(response: ConverseResponseTypeDef) -> ModelReply:
         usage=Usage(
             input_tokens=usage.get("inputTokens", 0),
             output_tokens=usage.get("outputTokens", 0),
+            cache_read_input_tokens=usage.get("cacheReadInputTokens", 0),
+            cache_write_input_tokens=usage.get("cacheWriteInputTokens", 0),
         ),
         stop_reason=_stop_reason(response.get("stopReason"), has_tool_calls=bool(tool_calls)),
     )
 
 
-def _alternating(messages: list[PromptMessage], *, native_tools: bool) -> list[MessageTypeDef]:
-    """Messages as Converse wants them: user first, roles alternating, no empty blocks.
+def _alternating(
+    messages: list[PromptMessage], *, native_tools: bool, cache_after: int = 0
+) -> list[MessageTypeDef]:
+    """Messages as Converse wants them: user first, roles alternating, no empty blocks,
+    and a ``cachePoint`` closing the first ``cache_after`` messages (0: none).
 
     A domain message may carry an assistant's tool calls and the results that answered
     them; the results belong to the next user turn, so each message is split by role
     before consecutive turns of one role are merged.
     """
     turns: list[MessageTypeDef] = []
-    for message in messages:
+    for index, message in enumerate(messages, start=1):
         for role, blocks in _blocks_by_role(message, native_tools=native_tools):
             if not blocks:
                 continue
@@ -218,6 +250,11 @@ def _alternating(messages: list[PromptMessage], *, native_tools: bool) -> list[M
                 turns[-1] = {"role": role, "content": [*turns[-1]["content"], *blocks]}
             else:
                 turns.append({"role": role, "content": blocks})
+        if index == cache_after and turns:
+            turns[-1] = {
+                "role": turns[-1]["role"],
+                "content": [*turns[-1]["content"], {"cachePoint": CACHE_POINT}],
+            }
     if turns and turns[0]["role"] == "assistant":
         turns.insert(0, {"role": "user", "content": [{"text": WINDOW_OPENING}]})
     return turns

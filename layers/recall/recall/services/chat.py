@@ -158,7 +158,11 @@ class ChatService:
             at = clock.stamp(now)
             saved = turn_messages(text, model_id, exchange, at, settings.model_message_max_bytes)
             next_session = with_turn(
-                session, saved, settings.window_messages, settings.window_max_bytes
+                session,
+                saved,
+                settings.window_messages,
+                settings.window_max_bytes,
+                settings.window_evict_step,
             ).model_copy(update={"updated_at": at})
             # A turn the client is told failed keeps no memory its tools asked for.
             changes = memory.changes() if exchange.failure is None else []
@@ -199,6 +203,8 @@ class ChatService:
                 continue
             kept = {message.message_id for message in next_session.window}
             left = any(message.message_id not in kept for message in session.window)
+            # A rebuilt window starts past older messages that may not be folded yet.
+            left = left or (not exists and conversation.message_count > len(session.window))
             return saved, left, written
         metrics.add_metric(name="ChatTurnsGivenUp", unit=MetricUnit.Count, value=1)
         raise Conflict(
