@@ -63,7 +63,7 @@ invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 openapi: install ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
 
-bench: install ## DynamoDB requests and time per chat turn, short and long threads
+bench: install ## Per turn by thread length: requests, round trips, request units, cost; import times
 	$(PY) -m bench.turns
 
 eval: install ## Precision and recall of the offline preference classifier on its labelled set
