@@ -67,7 +67,7 @@ invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 openapi: install ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
 
-bench: install ## DynamoDB requests and time per chat turn; prompt prefix reused turn to turn
+bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; prefix reuse
 	$(PY) -m bench.turns
 	$(PY) -m bench.prompt_cache
 

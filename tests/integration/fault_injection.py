@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 import json
+import threading
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
@@ -83,37 +84,52 @@ TRANSIENTS = (
 @dataclass
 class Injector:
     """Records every request a client makes (one per API call, whatever its retries), and
-    answers the armed one's attempts with ``fault`` for ``times`` attempts."""
+    answers the armed one's attempts with ``fault`` for ``times`` attempts.
+
+    A turn sends some requests at once, from several threads, so their order varies from
+    run to run: a request is known by its operation and how many of that operation came
+    before it in ``plan`` (a clean run's requests), and each thread remembers which request
+    it is sending."""
 
     requests: list[str] = field(default_factory=list)
     attempts: list[str] = field(default_factory=list)
     faulted: list[str] = field(default_factory=list)
-    target: int | None = None
+    target: tuple[str, int] | int | None = None
     fault: Fault | None = None
     times: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _sending: threading.local = field(default_factory=threading.local)
 
-    def arm(self, at: int, fault: Fault, times: int) -> None:
+    def arm(self, at: int, fault: Fault, times: int, plan: list[str] | None = None) -> None:
+        """Fault the ``at``-th request: of ``plan`` (by operation and occurrence) when
+        given, else of this run's order."""
         self.requests.clear()
         self.attempts.clear()
         self.faulted.clear()
-        self.target, self.fault, self.times = at, fault, times
+        self.target = (plan[at], plan[:at].count(plan[at])) if plan and at >= 0 else at
+        self.fault, self.times = fault, times
 
     def disarm(self) -> None:
         self.target, self.fault = None, None
 
     def on_call(self, model: Any, **_: Any) -> None:
-        self.requests.append(model.name)
+        with self._lock:
+            name = model.name
+            self._sending.request = (name, self.requests.count(name), len(self.requests))
+            self.requests.append(name)
 
     def on_send(self, request: Any, **_: Any) -> AWSResponse | None:
-        operation = self.requests[-1] if self.requests else "?"
-        self.attempts.append(operation)
-        armed = self.fault is not None and self.target == len(self.requests) - 1
-        if not armed or self.fault is None or len(self.faulted) >= self.times:
-            return None
-        self.faulted.append(operation)
-        if self.fault.dropped:
+        name, occurrence, index = getattr(self._sending, "request", ("?", 0, -1))
+        with self._lock:
+            self.attempts.append(name)
+            armed = self.fault is not None and self.target in ((name, occurrence), index)
+            if not armed or self.fault is None or len(self.faulted) >= self.times:
+                return None
+            self.faulted.append(name)
+            fault = self.fault
+        if fault.dropped:
             raise EndpointConnectionError(endpoint_url=request.url)
-        return self.fault.response(request.url)
+        return fault.response(request.url)
 
 
 @contextmanager

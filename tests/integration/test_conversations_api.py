@@ -313,6 +313,7 @@ class Requests:
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, set[str]]] = []
+        self.owners: list[str] = []
 
     def __call__(self, params: dict[str, Any], model: Any, **kwargs: Any) -> None:
         tables = set(params.get("RequestItems", {}))
@@ -320,6 +321,9 @@ class Requests:
         for item in params.get("TransactItems", []):
             tables |= {request["TableName"] for request in item.values()}
         self.sent.append((model.name, tables))
+        owner = params.get("ExpressionAttributeValues", {}).get(":owner", {}).get("S")
+        if owner:
+            self.owners.append(owner)
 
 
 @pytest.fixture
@@ -352,19 +356,30 @@ def test_a_stranger_is_refused_before_any_thread_is_looked_up(
         # Then one request, for the role, and no thread is read
         assert reply.status == 403, reply
         assert requests.sent == [("GetItem", {projects})], requests.sent
-    # And the turn's routes read role and thread in one batch: nothing follows a refusal
-    batched_routes = (
-        lambda: stranger.post(f"{base}/clear-context"),
+    # And clear-context reads role and thread in one batch: nothing follows a refusal
+    requests.sent.clear()
+    assert stranger.post(f"{base}/clear-context").status == 403
+    assert [operation for operation, _ in requests.sent] == ["BatchGetItem"], requests.sent
+    # And the turn and its preview send the memory queries beside the batch, on the
+    # caller's own partition only (nothing of alice's), and nothing follows the refusal
+    memories = get_settings().memories_table
+    for call in (
         lambda: stranger.get(f"{base}/context"),
         lambda: stranger.post(
             f"/projects/{project}/chat", {"message": "hi", "conversationId": thread}
         ),
-    )
-    for call in batched_routes:
+    ):
         requests.sent.clear()
+        requests.owners.clear()
         reply = call()
         assert reply.status == 403, reply
-        assert [operation for operation, _ in requests.sent] == ["BatchGetItem"], requests.sent
+        assert sorted(operation for operation, _ in requests.sent) == [
+            "BatchGetItem",
+            "Query",
+            "Query",
+        ], requests.sent
+        assert all(tables == {memories} for op, tables in requests.sent if op == "Query")
+        assert requests.owners and all(o.startswith("stranger#") for o in requests.owners)
 
 
 def test_a_cursor_from_the_archived_list_is_refused_on_the_live_list(

@@ -315,10 +315,11 @@ def run_faulted(
                 project, after = new_project(), None
             before = after or snapshot(user, project, thread)
             text = scenario.message(index * 10 + times % 7)
-            injector.arm(index, fault, times)
+            injector.arm(index, fault, times, plan=requests)
             reply = say(api, project, text, scenario.thread_of(thread))
             injector.disarm()
-            assert injector.requests[: index + 1] == requests[: index + 1]
+            # The requests of a round trip leave in any order: the armed one was sent.
+            assert injector.faulted[:1] == [operation], (operation, injector.requests)
             after = snapshot(user, project, thread)
             assert_the_reply_is_what_was_saved(reply, text, before, after)
             faulted = len(injector.faulted)

@@ -1,8 +1,12 @@
-"""A chat turn costs a bounded number of DynamoDB requests, whatever the thread's length."""
+"""A chat turn costs a bounded number of DynamoDB requests and round trips, whatever the
+thread's length: one round trip before the model, one transaction after it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -10,69 +14,197 @@ import pytest
 from local.seed import grow_thread
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.providers.offline import OfflineProvider
+from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
+from recall.store.sessions import SessionStore
 from recall.wiring import model_choice
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
 
+# What the network costs a request in AWS, which moto on loopback all but removes: with it,
+# requests sent one after the other cannot pass for requests sent together.
+LATENCY_SECONDS = 0.03
 
-class Counter:
-    """Counts the requests botocore sends on the store's client, and where the model came."""
+
+@dataclass
+class Request:
+    operation: str
+    started: float
+    ended: float = 0.0
+
+
+class Recorder:
+    """Every request botocore sends on the store's client, from ``before-call`` to
+    ``after-call``, and when the model was asked."""
 
     def __init__(self) -> None:
-        self.operations: list[str] = []
-        self.at_model: list[int] = []
+        self.requests: list[Request] = []
+        self.model_at: list[float] = []
+        self.latency = 0.0
+        self._open = threading.local()
 
-    def __call__(self, model: Any, **kwargs: Any) -> None:
-        self.operations.append(model.name)
+    def started(self, model: Any, **kwargs: Any) -> None:
+        request = Request(model.name, time.perf_counter())
+        self._open.request = request
+        self.requests.append(request)
+
+    def ended(self, model: Any, **kwargs: Any) -> None:
+        self._open.request.ended = time.perf_counter()
 
     def converse(self, request: ModelRequest) -> ModelReply:
-        self.at_model.append(len(self.operations))
+        self.model_at.append(time.perf_counter())
         return OfflineProvider().converse(request)
+
+    def delay(self, **kwargs: Any) -> None:
+        time.sleep(self.latency)
+
+    def start(self) -> None:
+        """Record from here on, each request taking the network's latency."""
+        self.requests.clear()
+        self.model_at.clear()
+        self.latency = LATENCY_SECONDS
+
+    def stop(self) -> None:
+        self.latency = 0.0
+
+    def before_model(self) -> list[Request]:
+        [at] = self.model_at
+        return [r for r in self.requests if r.started < at]
+
+    def after_model(self) -> list[str]:
+        [at] = self.model_at
+        return [r.operation for r in self.requests if r.started >= at]
+
+
+def round_trips(requests: list[Request]) -> list[list[str]]:
+    """Requests grouped into round trips: a request that starts after one of its round
+    trip's requests has ended waited for something, so it starts the next one."""
+    trips: list[list[Request]] = []
+    for request in sorted(requests, key=lambda r: r.started):
+        if trips and all(request.started < other.ended for other in trips[-1]):
+            trips[-1].append(request)
+        else:
+            trips.append([request])
+    return [sorted(r.operation for r in trip) for trip in trips]
 
 
 @pytest.fixture
-def counter() -> Iterator[Counter]:
-    counting = Counter()
+def recorder() -> Iterator[Recorder]:
+    recording = Recorder()
     events = dynamodb_client().meta.events
-    events.register("before-call.dynamodb", counting)
-    model_choice().use(counting)
-    yield counting
+
+    events.register("before-call.dynamodb", recording.started, unique_id="budget-start")
+    events.register("after-call.dynamodb", recording.ended, unique_id="budget-end")
+    events.register("before-send.dynamodb", recording.delay, unique_id="budget-latency")
+    model_choice().use(recording)
+    yield recording
     model_choice().use(None)
-    events.unregister("before-call.dynamodb", counting)
+    events.unregister("before-call.dynamodb", unique_id="budget-start")
+    events.unregister("after-call.dynamodb", unique_id="budget-end")
+    events.unregister("before-send.dynamodb", unique_id="budget-latency")
 
 
-@pytest.mark.parametrize("length", [10, 1000])
-def test_a_turn_reads_three_times_before_the_model_and_writes_once_after(
-    alice: Api, make_project: MakeProject, counter: Counter, length: int
-) -> None:
-    # Given a thread of `length` messages with a live session
-    project = make_project(alice)
-    thread = alice.post(f"/projects/{project}/chat", {"message": "hello"}).body["conversation"][
-        "id"
-    ]
+def _thread_with_memory(alice: Api, project: str) -> str:
+    thread: str = alice.post(f"/projects/{project}/chat", {"message": "hello"}).body[
+        "conversation"
+    ]["id"]
     alice.put(f"/projects/{project}/memories/tone", {"value": "warm", "category": "brand"})
-    grow_thread(alice.sub or "", project, thread, length - 2)
-    counter.operations.clear()
-    counter.at_model.clear()
-    # When
-    reply = alice.post(
-        f"/projects/{project}/chat", {"message": "what next?", "conversationId": thread}
+    alice.put(
+        f"/projects/{project}/memories/topic",
+        {"value": "the spring menu", "category": "context", "conversationId": thread},
     )
-    # Then
-    assert reply.status == 200
-    [before] = counter.at_model
-    assert counter.operations[:before] == ["BatchGetItem", "Query", "Query"]
-    assert counter.operations[before:] == ["TransactWriteItems"]
+    return thread
 
 
-def test_a_new_thread_costs_no_more_than_three_requests_before_the_model(
-    alice: Api, make_project: MakeProject, counter: Counter
+@pytest.mark.parametrize("length", [10, 5000])
+def test_a_turn_makes_one_round_trip_before_the_model_and_one_transaction_after(
+    alice: Api, make_project: MakeProject, recorder: Recorder, length: int
+) -> None:
+    # Given a thread of `length` messages with a live session, in a project of its own
+    project = make_project(alice)
+    thread = _thread_with_memory(alice, project)
+    grow_thread(alice.sub or "", project, thread, length - 2)
+    recorder.start()
+    try:
+        # When
+        reply = alice.post(
+            f"/projects/{project}/chat", {"message": "what next?", "conversationId": thread}
+        )
+        # Then the batch and both memory queries were in flight together
+        assert reply.status == 200
+        before = recorder.before_model()
+        assert round_trips(before) == [["BatchGetItem", "Query", "Query"]]
+        assert max(r.started for r in before) < min(r.ended for r in before)
+        assert recorder.after_model() == ["TransactWriteItems"]
+    finally:
+        recorder.stop()
+        # Keep the shared Messages table small: moto copies whole tables per transaction.
+        alice.delete(f"/projects/{project}/conversations/{thread}")
+
+
+def test_a_new_thread_reads_in_one_round_trip_then_creates_the_thread(
+    alice: Api, make_project: MakeProject, recorder: Recorder
 ) -> None:
     project = make_project(alice)
-    counter.operations.clear()
+    recorder.start()
     assert alice.post(f"/projects/{project}/chat", {"message": "hello"}).status == 200
-    [before] = counter.at_model
-    assert counter.operations[:before] == ["BatchGetItem", "PutItem", "Query"]
-    assert counter.operations[before:] == ["TransactWriteItems"]
+    assert round_trips(recorder.before_model()) == [["BatchGetItem", "Query"], ["PutItem"]]
+    assert recorder.after_model() == ["TransactWriteItems"]
+
+
+def test_latest_finds_the_thread_first_then_reads_it_in_one_round_trip(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    project = make_project(alice)
+    _thread_with_memory(alice, project)
+    recorder.start()
+    reply = alice.post(f"/projects/{project}/chat", {"message": "more", "conversationId": "latest"})
+    assert reply.status == 200
+    assert round_trips(recorder.before_model()) == [
+        ["Query", "Query"],
+        ["BatchGetItem", "Query"],
+    ]
+    assert recorder.after_model() == ["TransactWriteItems"]
+
+
+def test_a_pruned_session_costs_one_more_round_trip_to_rebuild_the_window(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    project = make_project(alice)
+    thread = _thread_with_memory(alice, project)
+    SessionStore(get_settings()).delete(alice.sub or "", project, thread)
+    recorder.start()
+    reply = alice.post(
+        f"/projects/{project}/chat", {"message": "back again", "conversationId": thread}
+    )
+    assert reply.status == 200
+    assert round_trips(recorder.before_model()) == [
+        ["BatchGetItem", "Query", "Query"],
+        ["Query"],
+    ]
+    assert recorder.after_model() == ["TransactWriteItems"]
+
+
+def test_a_removed_member_gets_403_though_their_thread_memory_was_read_alongside(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given bob's thread with thread memory, then bob is removed from the project
+    project = make_project(alice, {bob: "editor"})
+    thread = _thread_with_memory(bob, project)
+    assert alice.delete(f"/projects/{project}/members/{bob.sub}").status == 204
+    # When bob chats on it again
+    reply = bob.post(f"/projects/{project}/chat", {"message": "hi", "conversationId": thread})
+    # Then a 403 that says nothing of the thread or its memory
+    assert reply.status == 403
+    assert "spring menu" not in str(reply.body)
+    assert thread not in str(reply.body)
+
+
+def test_a_thread_that_does_not_exist_is_404_after_the_speculative_read(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    missing = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+    reply = alice.post(f"/projects/{project}/chat", {"message": "hi", "conversationId": missing})
+    assert reply.status == 404

@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     turn_retry_base_seconds: float = 0.05
     turn_memory_changes_max: int = 10
     tool_rounds_max: int = 4
+    # Threads that send a turn's independent reads at once (the batch and both memory
+    # queries): one round trip before the model.
+    turn_read_concurrency: int = 3
 
     # Memory
     memory_cap: int = 50
@@ -101,14 +104,18 @@ class Settings(BaseSettings):
     # Model
     model_provider: Literal["offline", "bedrock"] = "offline"
     offline_model_id: str = "recall-offline"
-    bedrock_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    # Current-generation models through US cross-region inference profiles (``us.`` ids):
+    # the newer models are offered only that way. Equal to template.yaml's defaults.
+    bedrock_model_id: str = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
     # NoDecode: the environment gives these as comma-separated text, not JSON.
     allowed_model_ids: Annotated[tuple[str, ...], NoDecode] = (
-        "anthropic.claude-3-5-haiku-20241022-v1:0",
-        "anthropic.claude-3-5-sonnet-20241022-v2:0",
+        "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "us.amazon.nova-pro-v1:0",
     )
     json_protocol_model_prefixes: Annotated[tuple[str, ...], NoDecode] = (
         "meta.llama",
+        "us.meta.llama",
         "mistral.mistral-7b",
     )
     # Bedrock models (ids or inference profile ids, a geography and a dot before the model

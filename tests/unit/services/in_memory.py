@@ -313,6 +313,7 @@ class InMemoryMessages:
         conversation_id: str,
         after: str | None,
         limit: int,
+        consistent: bool = True,
     ) -> list[Message]:
         saved = self.of(user_id, project_id, conversation_id)
         return [m for m in saved if after is None or m.message_id > after][-limit:]
@@ -411,6 +412,12 @@ class InMemoryMemories:
     ) -> HeldMemory:
         persistent, thread = self.active(user_id, project_id, conversation_id, now)
         return HeldMemory(persistent, thread)
+
+    def held_scope(
+        self, user_id: str, project_id: str, conversation_id: str | None, now: datetime
+    ) -> HeldMemory:
+        entries = self._active_in(user_id, project_id, conversation_id, now)
+        return HeldMemory([], entries) if conversation_id else HeldMemory(entries, [])
 
     def refreshed(
         self, user_id: str, project_id: str, held: HeldMemory, changes: list[MemoryChange]

@@ -1,11 +1,23 @@
 """Loading what a turn needs, for the turn and for the preview of the next one alike:
-authorise, read project, role, thread and session in one batched request, read memory once
-per scope, rebuild a pruned session from saved messages, and assemble the context."""
+authorise, read project, role, thread and session in one batched request and memory once
+per scope, all three sent at once; rebuild a pruned session from saved messages; and
+assemble the context.
+
+Before the model, a turn on an existing thread is one round trip: the ``BatchGetItem`` and
+both memory queries leave together, from a small pool of threads over the store's one
+client (boto3 clients are thread-safe, resources and sessions are not). The thread's memory
+is read speculatively, before the role and the thread are known: its key is the caller's
+own, it is thrown away unread on a 403 or a 404, and it is the same read the turn makes
+anyway. Later round trips happen only where a read needs an earlier one's answer:
+``latest`` (which thread), a new thread (its ``PutItem``, only once the role allows it) and
+a session that is gone (pruned after a day idle: the window is rebuilt from messages)."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from recall.domain import clock
 from recall.domain.access import Role, require
@@ -48,6 +60,10 @@ class TurnContextLoader:
         self._conversations = conversations
         self._messages = messages
         self._memories = memories
+        # Threads start on first use, not here: nothing runs at import or wiring.
+        self._pool = ThreadPoolExecutor(
+            max_workers=settings.turn_read_concurrency, thread_name_prefix="turn-read"
+        )
 
     def for_turn(
         self,
@@ -59,11 +75,19 @@ class TurnContextLoader:
     ) -> LoadedTurn:
         """An editor's thread, ``latest``, or a new thread titled from ``first_message``
         (created here, so the turn's tools can write thread memory into it)."""
+        persistent: Future[HeldMemory] | None = None
         if conversation_id == LATEST:
-            latest = self._conversations.latest(user_id, project_id)
+            # Which thread is the first read's answer; the persistent entries go with it.
+            found = self._pool.submit(self._conversations.latest, user_id, project_id)
+            persistent = self._pool.submit(
+                self._memories.held_scope, user_id, project_id, None, now
+            )
+            pending: list[Future[Any]] = [found, persistent]
+            wait(pending)
+            latest = found.result()
             conversation_id = latest.conversation_id if latest else None
         if conversation_id is None:
-            reads = self.authorised(user_id, project_id, None, Role.EDITOR)
+            reads, memory = self._read(user_id, project_id, None, Role.EDITOR, now, persistent)
             at = clock.stamp(now)
             conversation = Conversation(
                 user_id=user_id,
@@ -74,17 +98,19 @@ class TurnContextLoader:
                 updated_at=at,
             )
             self._conversations.create(conversation)
-            return self._loaded(reads, conversation, True, now)
-        reads = self.authorised(user_id, project_id, conversation_id, Role.EDITOR)
+            return self._loaded(reads, memory, conversation, True, now)
+        reads, memory = self._read(
+            user_id, project_id, conversation_id, Role.EDITOR, now, persistent
+        )
         assert reads.conversation is not None
-        return self._loaded(reads, reads.conversation, False, now)
+        return self._loaded(reads, memory, reads.conversation, False, now)
 
     def for_preview(
         self, user_id: str, project_id: str, conversation_id: str, now: datetime
     ) -> LoadedTurn:
-        reads = self.authorised(user_id, project_id, conversation_id, Role.VIEWER)
+        reads, memory = self._read(user_id, project_id, conversation_id, Role.VIEWER, now)
         assert reads.conversation is not None
-        return self._loaded(reads, reads.conversation, False, now)
+        return self._loaded(reads, memory, reads.conversation, False, now)
 
     def authorised(
         self, user_id: str, project_id: str, conversation_id: str | None, needed: Role
@@ -94,6 +120,42 @@ class TurnContextLoader:
         only after the role check, so a stranger still gets 403."""
         wellformed = conversation_id is None or is_id(conversation_id)
         reads = self._turns.read(user_id, project_id, conversation_id if wellformed else None)
+        return self._checked(reads, conversation_id, wellformed, needed)
+
+    def _read(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str | None,
+        needed: Role,
+        now: datetime,
+        persistent: Future[HeldMemory] | None = None,
+    ) -> tuple[TurnReads, HeldMemory]:
+        """``authorised`` and the memory of both scopes, sent at once (one round trip).
+        Every request is waited for before any answer is judged, so none runs on into the
+        next invocation, and the batch's answer (403, 404) comes before any memory read's
+        failure: a stranger learns nothing from what was read for them speculatively."""
+        wellformed = conversation_id is None or is_id(conversation_id)
+        thread_id = conversation_id if wellformed else None
+        pool = self._pool
+        batch = pool.submit(self._turns.read, user_id, project_id, thread_id)
+        if persistent is None:
+            persistent = pool.submit(self._memories.held_scope, user_id, project_id, None, now)
+        thread = (
+            pool.submit(self._memories.held_scope, user_id, project_id, thread_id, now)
+            if thread_id
+            else None
+        )
+        pending: list[Future[Any]] = [batch, persistent]
+        wait(pending + ([thread] if thread else []))
+        reads = self._checked(batch.result(), conversation_id, wellformed, needed)
+        memory = persistent.result()
+        return reads, memory.merged(thread.result()) if thread else memory
+
+    @staticmethod
+    def _checked(
+        reads: TurnReads, conversation_id: str | None, wellformed: bool, needed: Role
+    ) -> TurnReads:
         require(reads.role, needed)
         if reads.project is None:
             raise NotFound("No such project.")
@@ -102,7 +164,13 @@ class TurnContextLoader:
         return reads
 
     def session_of(self, reads: TurnReads, conversation: Conversation) -> tuple[Session, bool]:
-        """The thread's session, rebuilt from saved messages when it was pruned or never made."""
+        """The thread's session, rebuilt from saved messages when it was pruned or never made:
+        a second round trip, only then. That read is eventually consistent: a thread whose
+        session is gone has been idle past ``session_idle_seconds`` (every turn writes its
+        messages and its session in one transaction), so its newest message is long
+        settled. The session itself is read strongly consistent in the batch: the turn
+        conditions its save on the version it read, and its window must hold the previous
+        turn's messages."""
         if reads.session is not None:
             return reads.session, True
         if conversation.message_count == 0:
@@ -114,21 +182,21 @@ class TurnContextLoader:
             conversation.conversation_id,
             conversation.cleared_after,
             size * 3,
+            consistent=False,
         )
         logger.info("session rebuilt", extra={"conversation_id": conversation.conversation_id})
         window = rebuilt(recent, conversation.cleared_after, size, self._settings.window_max_bytes)
         return Session(window=window, cleared_after=conversation.cleared_after), False
 
     def _loaded(
-        self, reads: TurnReads, conversation: Conversation, created: bool, now: datetime
+        self,
+        reads: TurnReads,
+        memory: HeldMemory,
+        conversation: Conversation,
+        created: bool,
+        now: datetime,
     ) -> LoadedTurn:
         assert reads.project is not None
-        memory = self._memories.held(
-            conversation.user_id,
-            conversation.project_id,
-            None if created else conversation.conversation_id,
-            now,
-        )
         session, exists = self.session_of(reads, conversation)
         context = turn_context(
             reads.project,

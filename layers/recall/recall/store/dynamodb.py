@@ -9,6 +9,7 @@ from decimal import Context, Decimal
 from functools import lru_cache
 import json
 import random
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +43,19 @@ _THROTTLING = {
 }
 
 
-@lru_cache(maxsize=1)
+_making_client = threading.Lock()
+
+
 def dynamodb_client() -> DynamoDBClient:
+    """The process's one client. A client is thread-safe once made, but making one through
+    boto3's default session is not: a turn's first requests go out from several threads at
+    once, so the first of them makes it under a lock and the others wait for it."""
+    with _making_client:
+        return _new_client()
+
+
+@lru_cache(maxsize=1)
+def _new_client() -> DynamoDBClient:
     """Made on first use, never at import, so tests can point it at moto first. botocore's
     standard mode retries throttling, 5xx and dropped connections with jittered backoff;
     ``total_max_attempts`` counts the first try, so the setting means attempts in all

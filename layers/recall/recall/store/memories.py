@@ -100,6 +100,11 @@ class HeldMemory:
         """Whether the entry a change names is stored (expired or not)."""
         return entry_sk(change.key, change.conversation_id) in self.items
 
+    def merged(self, thread: HeldMemory) -> HeldMemory:
+        """These persistent entries with another read's thread entries: the two scopes of a
+        turn are read at once, by two queries."""
+        return HeldMemory(self.persistent, thread.thread, {**self.items, **thread.items})
+
 
 @dataclass
 class TurnMemoryWrites:
@@ -159,19 +164,34 @@ class MemoryStore:
         self, user_id: str, project_id: str, conversation_id: str | None, now: datetime
     ) -> HeldMemory:
         """What ``active`` reads, with the versions a turn's transaction conditions on."""
-        requests = [self.persistent_request(user_id, project_id)]
-        if conversation_id is not None:
-            requests.append(self.thread_request(user_id, project_id, conversation_id))
-        scopes = [
-            [EntryItem.model_validate(from_item(i)) for i in self._all(r) if is_entry(i)]
-            for r in requests
-        ]
-        active = [
-            sort_for_listing(e for e in (item.entry() for item in scope) if is_active(e, now))
-            for scope in scopes
-        ]
-        items = {item.sk: item for scope in scopes for item in scope}
-        return HeldMemory(active[0], active[1] if conversation_id else [], items)
+        persistent = self.held_scope(user_id, project_id, None, now)
+        if conversation_id is None:
+            return persistent
+        return persistent.merged(self.held_scope(user_id, project_id, conversation_id, now))
+
+    def held_scope(
+        self, user_id: str, project_id: str, conversation_id: str | None, now: datetime
+    ) -> HeldMemory:
+        """One scope, by one query: the persistent entries (``conversation_id`` None) or
+        one thread's, so a turn can send both queries at once.
+
+        Strongly consistent, on purpose: an entry the previous turn's tools (or a
+        ``PUT …/memories``) wrote a moment ago must be in this turn's prompt, since a rule
+        the user has just stated and the model then ignores is the failure this product
+        exists to prevent; and the turn's transaction conditions on the versions read here,
+        so a stale read would cost a retry. The scope is at most 50 short entries, so the
+        difference is half a read unit or so a turn."""
+        request = (
+            self.persistent_request(user_id, project_id)
+            if conversation_id is None
+            else self.thread_request(user_id, project_id, conversation_id)
+        )
+        items = [EntryItem.model_validate(from_item(i)) for i in self._all(request) if is_entry(i)]
+        active = sort_for_listing(e for e in (item.entry() for item in items) if is_active(e, now))
+        by_sk = {item.sk: item for item in items}
+        if conversation_id is None:
+            return HeldMemory(active, [], by_sk)
+        return HeldMemory([], active, by_sk)
 
     def refreshed(
         self, user_id: str, project_id: str, held: HeldMemory, changes: list[MemoryChange]

@@ -100,8 +100,11 @@ class MessageStore:
         conversation_id: str,
         after: str | None,
         limit: int,
+        consistent: bool = True,
     ) -> list[Message]:
-        """The last ``limit`` messages after ``after`` (a clear-context marker), oldest first."""
+        """The last ``limit`` messages after ``after`` (a clear-context marker), oldest first.
+        ``consistent=False`` halves the read units where the newest write is known to be
+        old (a session pruned after a day idle)."""
         condition = "#thread = :thread"
         values: dict[str, Any] = {
             ":thread": to_value(thread_key(user_id, project_id, conversation_id))
@@ -119,7 +122,7 @@ class MessageStore:
             ExpressionAttributeValues=values,
             ScanIndexForward=False,
             Limit=limit,
-            ConsistentRead=True,
+            ConsistentRead=consistent,
         )
         return [message_from(item) for item in reversed(result["Items"])]
 
