@@ -52,16 +52,12 @@ import warnings
 import boto3
 
 from local import embedded, runtime
-from recall.domain import clock
-from recall.domain.ids import new_id
-from recall.domain.messages import Message
+from local.seed import grow_thread
 from recall.domain.prompt import ModelReply, ModelRequest, Usage
 from recall.domain.sizes import item_size
 from recall.observability import logger
 from recall.settings import get_settings
-from recall.store.conversations import ConversationStore
 from recall.store.dynamodb import dynamodb_client, from_item
-from recall.store.messages import MessageStore
 from recall.wiring import model_choice
 
 USER = "bench-user"
@@ -300,19 +296,13 @@ def call(method: str, path: str, body: Any = None) -> dict[str, Any]:
 
 def grow(project: str, thread: str, count: int) -> int:
     """``count`` alternating user messages and replies of realistic size; their characters."""
-    settings = get_settings()
-    at = clock.stamp(clock.now())
-    messages = [
-        Message(
-            message_id=new_id(),
-            role="user" if n % 2 == 0 else "assistant",
-            content=text_of(n, MESSAGE_CHARS if n % 2 == 0 else MESSAGE_CHARS - 20),
-            created_at=at,
-        )
-        for n in range(count)
-    ]
-    MessageStore(settings).add(USER, project, thread, messages)
-    ConversationStore(settings).count_added_messages(USER, project, thread, count)
+    messages = grow_thread(
+        USER,
+        project,
+        thread,
+        count,
+        lambda n: text_of(n, MESSAGE_CHARS if n % 2 == 0 else MESSAGE_CHARS - 20),
+    )
     return sum(len(m.content) for m in messages)
 
 

@@ -4,6 +4,7 @@ and the demo project that the sample events in ``events/`` name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import contextlib
 import json
 from typing import NamedTuple
@@ -23,21 +24,29 @@ from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
 
 
-def grow_thread(user_id: str, project_id: str, conversation_id: str, count: int) -> None:
-    """Add ``count`` alternating user and assistant messages and count them on the thread."""
+def grow_thread(
+    user_id: str,
+    project_id: str,
+    conversation_id: str,
+    count: int,
+    content: Callable[[int], str] = "old message {}".format,
+) -> list[Message]:
+    """Add ``count`` alternating user and assistant messages (the ``n``-th saying
+    ``content(n)``) and count them on the thread."""
     settings = get_settings()
     at = clock.stamp(clock.now())
     messages = [
         Message(
             message_id=new_id(),
             role="user" if n % 2 == 0 else "assistant",
-            content=f"old message {n}",
+            content=content(n),
             created_at=at,
         )
         for n in range(count)
     ]
     MessageStore(settings).add(user_id, project_id, conversation_id, messages)
     ConversationStore(settings).count_added_messages(user_id, project_id, conversation_id, count)
+    return messages
 
 
 DEMO_USER = "demo-user"
