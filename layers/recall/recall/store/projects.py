@@ -143,9 +143,7 @@ class ProjectStore:
     def role_check(self, project_id: str, user_id: str, needed: Role) -> dict[str, Any]:
         """A ``ConditionCheck`` that the caller still holds ``needed`` or more when the
         transaction it joins lands: a role read earlier may be gone by then."""
-        check: dict[str, Any] = self._caller_check(project_id, user_id, roles_reaching(needed))
-        condition: dict[str, Any] = check["ConditionCheck"]
-        return condition
+        return self._role_condition(project_id, user_id, roles_reaching(needed))
 
     def read_project_and_role(self, items: list[Item]) -> tuple[Project | None, Role | None]:
         project: Project | None = None
@@ -344,15 +342,18 @@ class ProjectStore:
 
     def _caller_check(self, project_id: str, caller_id: str, roles: frozenset[Role]) -> Any:
         """A transaction item that holds only while ``caller_id``'s role is one of ``roles``."""
+        return {"ConditionCheck": self._role_condition(project_id, caller_id, roles)}
+
+    def _role_condition(
+        self, project_id: str, user_id: str, roles: frozenset[Role]
+    ) -> dict[str, Any]:
         condition, values = _role_in(roles)
         return {
-            "ConditionCheck": {
-                "TableName": self._table,
-                "Key": member_key(project_id, caller_id),
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {"#role": "role"},
-                "ExpressionAttributeValues": values,
-            }
+            "TableName": self._table,
+            "Key": member_key(project_id, user_id),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#role": "role"},
+            "ExpressionAttributeValues": values,
         }
 
 
