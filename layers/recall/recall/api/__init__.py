@@ -30,7 +30,6 @@ from recall.errors import (
     Conflict,
     DomainError,
     Forbidden,
-    InProgress,
     Invalid,
     ModelFailed,
     NotFound,
@@ -279,11 +278,7 @@ def new_resolver() -> APIGatewayHttpResolver:
             error.code,
             error.message,
             error.details,
-            retry_after=(
-                get_settings().retry_after_seconds
-                if isinstance(error, InProgress) and error.retry_after is None
-                else error.retry_after
-            ),
+            retry_after=error.retry_after,
         )
 
     def _invalid_request(error: RequestValidationError) -> Response[Any]:

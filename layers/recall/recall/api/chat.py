@@ -204,7 +204,10 @@ def answer_once(
             [{"field": "Idempotency-Key", "message": "reuse a key only to retry the same request"}],
         ) from exc
     except IdempotencyAlreadyInProgressError as exc:
-        raise InProgress("A request with this Idempotency-Key is still in progress.") from exc
+        raise InProgress(
+            "A request with this Idempotency-Key is still in progress.",
+            retry_after=settings.retry_after_seconds,
+        ) from exc
     except IdempotencyPersistenceLayerError:
         if not produced:
             raise  # nothing ran: the error handler makes it a 429 or 503, never a 500
