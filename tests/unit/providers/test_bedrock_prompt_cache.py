@@ -3,10 +3,8 @@ real service model, so a cache point where Converse takes none fails here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 from botocore.stub import Stubber
 import pytest
 
@@ -26,23 +24,6 @@ CACHE_POINT = {"cachePoint": {"type": "default"}}
 MEMORY = "<project_memory>\n[brand]\ntone: warm\n</project_memory>"
 PROJECT_CONTEXT = "<project_context>\nname: Corner Shop\ncurrency: EUR\n</project_context>"
 SUMMARY = "<conversation_summary>\nWe chose a dark header.\n</conversation_summary>"
-
-
-@pytest.fixture
-def client() -> Any:
-    return boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
-
-
-@pytest.fixture
-def stubber(client: Any) -> Iterator[Stubber]:
-    with Stubber(client) as stub:
-        yield stub
-        stub.assert_no_pending_responses()
 
 
 def turn(model_id: str) -> ModelRequest:

@@ -6,7 +6,6 @@ if the provider builds a Converse call Bedrock would reject.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
@@ -51,23 +50,6 @@ TOOL_CONFIG = {
         for tool in MEMORY_TOOLS
     ]
 }
-
-
-@pytest.fixture
-def client() -> Any:
-    return boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
-
-
-@pytest.fixture
-def stubber(client: Any) -> Iterator[Stubber]:
-    with Stubber(client) as stub:
-        yield stub
-        stub.assert_no_pending_responses()
 
 
 @pytest.fixture
