@@ -20,7 +20,6 @@ from recall.services.chat import ChatService
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
 from recall.wiring import (
-    chat_service,
     chat_service_with,
     memory_store,
     model_choice,
@@ -252,7 +251,6 @@ def test_a_new_entry_is_left_out_when_its_scope_filled_while_the_model_ran(
     make_project: MakeProject,
     model: Callable[[Any], None],
     serialised_writes: list[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a project with room for one more entry, taken while the model runs
     cap = get_settings().memory_cap
@@ -327,7 +325,3 @@ def test_a_turn_told_its_model_failed_keeps_no_memory(
     # Then
     assert reply.status == 502
     assert entry_keys(alice.sub or "", project) == set()
-
-
-def test_chat_service_is_the_wired_one() -> None:
-    assert isinstance(chat_service(), ChatService)

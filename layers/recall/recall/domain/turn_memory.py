@@ -38,7 +38,8 @@ class TurnMemory:
         changes_max: int,
     ) -> None:
         self._held = {(e.key, e.conversation_id) for e in (*persistent, *thread)}
-        self._caps = {None: persistent_cap, "thread": thread_cap}
+        self._persistent_cap = persistent_cap
+        self._thread_cap = thread_cap
         self._changes_max = changes_max
         self._changes: dict[tuple[str, str | None], MemoryChange] = {}
 
@@ -85,7 +86,7 @@ class TurnMemory:
             raise Invalid(f"A turn changes at most {self._changes_max} memory entries.")
 
     def _cap(self, conversation_id: str | None) -> int:
-        return self._caps[None if conversation_id is None else "thread"]
+        return self._persistent_cap if conversation_id is None else self._thread_cap
 
     def _count(self, conversation_id: str | None) -> int:
         """Entries the scope will hold once the turn's changes land."""
