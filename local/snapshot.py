@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from local import template
+from recall.store.dynamodb import batch_write
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 SNAPSHOT_FILE = "dynamodb.json"
 FORMAT = 1
 _WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
-_BATCH = 25
 
 
 def _plain(value: Any) -> Any:
@@ -79,18 +79,11 @@ class Snapshots:
         saved = json.loads(self.path.read_text(encoding="utf-8"))
         if saved.get("format") != FORMAT:
             raise ValueError(f"{self.path} is not a snapshot this version can read")
-        loaded = 0
-        for table, items in saved["tables"].items():
-            if table not in self._tables:
-                continue
-            for start in range(0, len(items), _BATCH):
-                batch = [{"PutRequest": {"Item": _typed(i)}} for i in items[start : start + _BATCH]]
-                pending: dict[str, Any] = {table: batch}
-                while pending:
-                    answer = self._client.batch_write_item(RequestItems=pending)
-                    pending = dict(answer.get("UnprocessedItems") or {})
-                loaded += len(batch)
-        return loaded
+        return sum(
+            batch_write(self._client, table, [{"PutRequest": {"Item": _typed(i)}} for i in items])
+            for table, items in saved["tables"].items()
+            if table in self._tables
+        )
 
     def watch(self, *emitters: Any) -> None:
         """Mark the data changed after every write the clients behind ``emitters`` make."""
