@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 import json
+import threading
 from typing import Any
 import uuid
 
@@ -134,3 +135,23 @@ def make_project() -> Callable[..., str]:
         return project_id
 
     return make
+
+
+def transactions_after_every_racer_read(monkeypatch: pytest.MonkeyPatch, racers: int) -> None:
+    """Race ``racers`` threads as separate Lambda instances would: each thread's first
+    transaction waits until every racer has read, then the transactions apply one at a
+    time, as DynamoDB applies conditional writes (moto's server does not)."""
+    client = dynamodb_client()
+    transact = client.transact_write_items
+    all_read = threading.Barrier(racers, timeout=20)
+    one_at_a_time = threading.Lock()
+    first_write: set[int] = set()
+
+    def serialised(**kwargs: Any) -> Any:
+        if threading.get_ident() not in first_write:
+            first_write.add(threading.get_ident())
+            all_read.wait()
+        with one_at_a_time:
+            return transact(**kwargs)
+
+    monkeypatch.setattr(client, "transact_write_items", serialised)

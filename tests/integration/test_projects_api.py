@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import threading
-from typing import Any
 
 import pytest
 
 from recall.domain.access import Role
 from recall.errors import Conflict, Forbidden
-from recall.store.dynamodb import dynamodb_client
 from recall.wiring import project_service, project_store
-from tests.integration.conftest import Api
+from tests.integration.conftest import Api, transactions_after_every_racer_read
 
 
 def test_creator_becomes_owner_and_sees_project_in_list(alice: Api) -> None:
@@ -104,22 +102,7 @@ def test_two_owners_demoting_each_other_at_once_leave_an_owner(
     # Given two owners, each about to demote the other, both having read the owner count
     # before either writes (as two Lambda instances would)
     project = make_project(alice, {bob: "owner"})
-    client = dynamodb_client()
-    transact = client.transact_write_items
-    both_read = threading.Barrier(2, timeout=20)
-    one_at_a_time = threading.Lock()
-    first_write: set[int] = set()
-
-    def serialised(**kwargs: Any) -> Any:
-        # Each demotion's first write waits for the other's reads; then the writes apply one
-        # at a time, as DynamoDB applies conditional writes (moto's server does not).
-        if threading.get_ident() not in first_write:
-            first_write.add(threading.get_ident())
-            both_read.wait()
-        with one_at_a_time:
-            return transact(**kwargs)
-
-    monkeypatch.setattr(client, "transact_write_items", serialised)
+    transactions_after_every_racer_read(monkeypatch, 2)
     outcomes: dict[str, str] = {}
 
     def demote(actor: Api, target: Api) -> None:

@@ -17,7 +17,7 @@ from recall.domain.access import Role
 from recall.errors import Conflict, Forbidden
 from recall.store.dynamodb import dynamodb_client
 from recall.wiring import project_service, project_store
-from tests.integration.conftest import Api, Reply
+from tests.integration.conftest import Api, Reply, transactions_after_every_racer_read
 
 
 @dataclass
@@ -169,20 +169,7 @@ def test_two_owners_stepping_down_at_once_leave_an_owner(
     # count before either writes (as two Lambda instances would): each still holds their own
     # role when they write, so only the owner count can stop the second
     project = make_project(alice, {bob: "owner"})
-    client = dynamodb_client()
-    transact = client.transact_write_items
-    both_read = threading.Barrier(2, timeout=20)
-    one_at_a_time = threading.Lock()
-    first_write: set[int] = set()
-
-    def serialised(**kwargs: Any) -> Any:
-        if threading.get_ident() not in first_write:
-            first_write.add(threading.get_ident())
-            both_read.wait()
-        with one_at_a_time:
-            return transact(**kwargs)
-
-    monkeypatch.setattr(client, "transact_write_items", serialised)
+    transactions_after_every_racer_read(monkeypatch, 2)
     outcomes: dict[str, str] = {}
 
     def step_down(actor: Api) -> None:
