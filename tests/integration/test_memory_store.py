@@ -24,8 +24,9 @@ from recall.settings import get_settings
 from recall.store.conversations import ConversationStore
 from recall.store.dynamodb import cancellation_codes, dynamodb_client, from_item, to_item
 from recall.store.keys import owner_key as owner_of
-from recall.store.memories import HeldMemory, MemoryStore, TurnMemoryWrites
+from recall.store.memories import HeldMemory, MemoryStore
 from recall.store.memory_items import BY_DUE, entry_sk
+from recall.store.memory_transactions import TurnMemoryWrites
 from recall.store.projects import ProjectStore
 
 NOW = datetime.fromisoformat("2025-03-01T12:00:00+00:00")

@@ -44,7 +44,8 @@ from recall.services.projects import ProjectService
 from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import TurnContextLoader
 from recall.settings import Settings
-from recall.store.memories import HeldMemory, TurnMemoryWrites
+from recall.store.memories import HeldMemory
+from recall.store.memory_transactions import TurnMemoryWrites
 from recall.store.projects import ROLE_LOST
 from recall.store.turns import SavedTurn, SessionChanged, TurnReads
 

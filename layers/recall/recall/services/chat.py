@@ -28,7 +28,8 @@ from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import LoadedTurn, TurnContextLoader
 from recall.settings import Settings
 from recall.store.dynamodb import backoff_seconds
-from recall.store.memories import HeldMemory, MemoryStore, TurnMemoryWrites
+from recall.store.memories import HeldMemory, MemoryStore
+from recall.store.memory_transactions import TurnMemoryWrites
 from recall.store.sessions import SessionStore
 from recall.store.turns import (
     ConversationChanged,

@@ -59,7 +59,7 @@ from recall.store.memory_items import (
     scope_prefix,
     thread_prefix,
 )
-from recall.store.memory_transactions import CountMove, MemoryTransactions
+from recall.store.memory_transactions import MemoryTransactions, TurnMemoryWrites
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -104,19 +104,6 @@ class HeldMemory:
         """These persistent entries with another read's thread entries: the two scopes of a
         turn are read at once, by two queries."""
         return HeldMemory(self.persistent, thread.thread, {**self.items, **thread.items})
-
-
-@dataclass
-class TurnMemoryWrites:
-    """A turn's memory changes as transaction items, with the counter moves kept apart: the
-    turn store merges the persistent one into the ``META`` update it may send anyway."""
-
-    table: str
-    owner: str
-    items: list[Any]
-    moves: dict[str | None, CountMove]
-    stored: list[MemoryEntry]
-    forgotten: list[str]
 
 
 class MemoryStore:
@@ -218,34 +205,7 @@ class MemoryStore:
     ) -> TurnMemoryWrites:
         """The transaction items of a turn's memory changes, conditioned on the versions in
         ``held``. A forget of an entry already gone or expired has nothing to do."""
-        owner = owner_key(user_id, project_id)
-        writes = TurnMemoryWrites(self._table, owner, [], {}, [], [])
-        deltas: dict[str | None, int] = {}
-        for change in changes:
-            current = held.items.get(entry_sk(change.key, change.conversation_id))
-            if change.entry is not None:
-                stored, items = self._transactions.write(
-                    owner, change.entry, current, now, counted=False
-                )
-                writes.items.extend(items)
-                writes.stored.append(stored)
-                if current is None:
-                    deltas[change.conversation_id] = deltas.get(change.conversation_id, 0) + 1
-                continue
-            if current is None or not is_active(current.entry(), now):
-                writes.forgotten.append(change.key)
-                continue
-            writes.items.extend(
-                self._transactions.removal(owner, current, Source.EXPLICIT, now, counted=False)
-            )
-            writes.forgotten.append(change.key)
-            deltas[change.conversation_id] = deltas.get(change.conversation_id, 0) - 1
-        writes.moves = {
-            scope: self._transactions.move(owner, scope, delta)
-            for scope, delta in deltas.items()
-            if delta
-        }
-        return writes
+        return self._transactions.turn(owner_key(user_id, project_id), held.items, changes, now)
 
     def reclaim(
         self, user_id: str, project_id: str, conversation_id: str | None, now: datetime

@@ -24,9 +24,10 @@ from recall.domain.memory import (
     Source,
     is_active,
 )
+from recall.domain.turn_memory import MemoryChange
 from recall.settings import Settings
 from recall.store.dynamodb import to_value
-from recall.store.memory_items import EntryItem, HistoryItem, counter, item_key
+from recall.store.memory_items import EntryItem, HistoryItem, counter, entry_sk, item_key
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,19 @@ class CountMove:
         if condition:
             update["ConditionExpression"] = condition
         return {"Update": update}
+
+
+@dataclass
+class TurnMemoryWrites:
+    """A turn's memory changes as transaction items, with the counter moves kept apart: the
+    turn store merges the persistent one into the ``META`` update it may send anyway."""
+
+    table: str
+    owner: str
+    items: list[Any]
+    moves: dict[str | None, CountMove]
+    stored: list[MemoryEntry]
+    forgotten: list[str]
 
 
 class MemoryTransactions:
@@ -192,6 +206,38 @@ class MemoryTransactions:
         if not counted:
             return [delete, history]
         return [delete, self.move(owner, entry.conversation_id, -1).update(self._table), history]
+
+    def turn(
+        self,
+        owner: str,
+        held: dict[str, EntryItem],
+        changes: list[MemoryChange],
+        now: datetime,
+    ) -> TurnMemoryWrites:
+        """The items of a turn's memory changes, conditioned on the versions ``held`` (entry
+        items by sort key) as the turn read them. A forget of an entry already gone or
+        expired has nothing to do."""
+        writes = TurnMemoryWrites(self._table, owner, [], {}, [], [])
+        deltas: dict[str | None, int] = {}
+        for change in changes:
+            current = held.get(entry_sk(change.key, change.conversation_id))
+            if change.entry is not None:
+                stored, items = self.write(owner, change.entry, current, now, counted=False)
+                writes.items.extend(items)
+                writes.stored.append(stored)
+                if current is None:
+                    deltas[change.conversation_id] = deltas.get(change.conversation_id, 0) + 1
+                continue
+            if current is None or not is_active(current.entry(), now):
+                writes.forgotten.append(change.key)
+                continue
+            writes.items.extend(self.removal(owner, current, Source.EXPLICIT, now, counted=False))
+            writes.forgotten.append(change.key)
+            deltas[change.conversation_id] = deltas.get(change.conversation_id, 0) - 1
+        writes.moves = {
+            scope: self.move(owner, scope, delta) for scope, delta in deltas.items() if delta
+        }
+        return writes
 
     def note(self, owner: str, entry: MemoryEntry, reason: str, now: datetime) -> dict[str, Any]:
         """A history record alone: a background job looked at the entry and left it, and

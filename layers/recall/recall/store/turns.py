@@ -23,7 +23,7 @@ from recall.store.dynamodb import (
     error_code,
     translate,
 )
-from recall.store.memories import TurnMemoryWrites
+from recall.store.memory_transactions import TurnMemoryWrites
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
