@@ -1,5 +1,6 @@
-"""Projects and members: POST/GET /projects, GET/PATCH /projects/{projectId},
-GET /projects/{projectId}/members, PUT/DELETE /projects/{projectId}/members/{userId}."""
+"""Projects and members: POST/GET /projects, GET/PATCH/DELETE /projects/{projectId},
+GET /projects/{projectId}/members, PUT/DELETE /projects/{projectId}/members/{userId},
+DELETE /projects/{projectId}/me."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from recall.api import caller_id, new_resolver, page_limit, page_size
 from recall.api.models import (
     CreateProjectRequest,
+    ErasureView,
     MemberList,
     MemberView,
     ProjectList,
@@ -24,7 +26,7 @@ from recall.api.models import (
 from recall.domain.access import Role
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
-from recall.wiring import project_service
+from recall.wiring import erasure_service, project_service
 
 app = new_resolver()
 
@@ -86,6 +88,28 @@ def set_member(projectId: str, userId: str, body: SetMemberRequest) -> Response[
 def remove_member(projectId: str, userId: str) -> Response[None]:
     project_service().remove_member(caller_id(app), projectId, userId)
     return Response(status_code=204)
+
+
+@app.delete("/projects/<projectId>/me")
+def erase_me(projectId: str) -> Response[ErasureView | None]:
+    """Everything of the caller in the project, and their membership."""
+    return _erased(projectId, erasure_service().erase_me(caller_id(app), projectId))
+
+
+@app.delete("/projects/<projectId>")
+def delete_project(projectId: str) -> Response[ErasureView | None]:
+    """The project, with everything of everyone in it (owners only)."""
+    return _erased(projectId, erasure_service().erase_project(caller_id(app), projectId))
+
+
+def _erased(project_id: str, done: bool) -> Response[ErasureView | None]:
+    if done:
+        return Response(status_code=204)
+    return Response(
+        status_code=202,
+        content_type=content_types.APPLICATION_JSON,
+        body=ErasureView(project_id=project_id),
+    )
 
 
 @app.get("/openapi.json", include_in_schema=False)

@@ -154,6 +154,11 @@ class Settings(BaseSettings):
     # Idempotency
     idempotency_ttl_seconds: int = 3600
 
+    # Erasure (DELETE …/me and DELETE /projects/{projectId}): items one invocation deletes
+    # at most before it hands the rest to the worker, so an erasure never runs past a
+    # Lambda timeout (25 items a batch, a few dozen batches a second).
+    erase_items_per_run: int = 1_000
+
     @field_validator(
         "allowed_model_ids",
         "json_protocol_model_prefixes",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from recall.domain.prompt import ModelProvider
 from recall.settings import Settings, get_settings
 from recall.store.conversations import ConversationStore
+from recall.store.idempotency import IdempotencyRecords
 from recall.store.jobs import JobQueue
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from recall.services.consolidation import ConsolidationService
     from recall.services.context import ContextService
     from recall.services.conversations import ConversationService
+    from recall.services.erasure import ErasureService
     from recall.services.extraction import MemoryExtractor
     from recall.services.jobs import JobRunner
     from recall.services.maintenance import Maintenance
@@ -135,6 +137,22 @@ def conversation_service() -> ConversationService:
         message_store(),
         session_store(),
         memory_store(),
+    )
+
+
+@lru_cache(maxsize=1)
+def erasure_service() -> ErasureService:
+    from recall.services.erasure import ErasureService
+
+    return ErasureService(
+        get_settings(),
+        project_store(),
+        conversation_store(),
+        message_store(),
+        session_store(),
+        memory_store(),
+        IdempotencyRecords(get_settings()),
+        job_queue(),
     )
 
 
@@ -255,6 +273,7 @@ def job_runner() -> JobRunner:
             settings, conversation_store(), message_store(), session_store(), _summarizer()
         ),
         consolidation_service(),
+        erasure_service(),
     )
 
 

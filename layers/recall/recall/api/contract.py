@@ -74,7 +74,12 @@ WHY: dict[int, str] = {
     504: "The model timed out; the turn's messages are saved.",
 }
 
-SUCCESS: dict[int, str] = {200: "OK", 201: "Created", 204: "Done; no body."}
+SUCCESS: dict[int, str] = {
+    200: "OK",
+    201: "Created",
+    202: "Accepted: the rest is done in the background.",
+    204: "Done; no body.",
+}
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,7 @@ _OK = (200,)
 _CREATED = (201,)
 _UPSERTED = (200, 201)
 _DONE = (204,)
+_ERASED = (202, 204)
 _CONVERSATION = "/projects/{projectId}/conversations/{conversationId}"
 _MEMORY = "/projects/{projectId}/memories/{key}"
 
@@ -103,6 +109,9 @@ ROUTES: dict[str, Contract] = {
     "GET /projects/{projectId}/members": Contract(_OK, (403,)),
     "PUT /projects/{projectId}/members/{userId}": Contract(_UPSERTED, (403, 409, 422)),
     "DELETE /projects/{projectId}/members/{userId}": Contract(_DONE, (403, 404, 409)),
+    # 204 once everything is erased; 202 when the worker finishes it (ERASE_ITEMS_PER_RUN).
+    "DELETE /projects/{projectId}/me": Contract(_ERASED, (403, 409)),
+    "DELETE /projects/{projectId}": Contract(_ERASED, (403, 409)),
     "GET /projects/{projectId}/conversations": Contract(_OK, (403, 422)),
     "POST /projects/{projectId}/conversations": Contract(_CREATED, (403, 422)),
     f"GET {_CONVERSATION}": Contract(_OK, (403, 404, 422)),

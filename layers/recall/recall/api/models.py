@@ -3,7 +3,7 @@ mapped explicitly from domain models; a response is never a raw DynamoDB item.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel
@@ -81,6 +81,14 @@ class MemberView(View):
     @classmethod
     def of(cls, member: Member) -> MemberView:
         return cls(user_id=member.user_id, role=member.role, added_at=member.added_at)
+
+
+class ErasureView(View):
+    """A 202's body: the erasure goes on in the background; the caller already holds no
+    role, and a later DELETE answers 204 once it is done."""
+
+    project_id: str
+    status: Literal["erasing"] = "erasing"
 
 
 class MemberList(View):

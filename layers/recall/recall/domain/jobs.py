@@ -14,6 +14,7 @@ class JobKind(StrEnum):
     EXTRACT = "extract"
     SUMMARIZE = "summarize"
     CONSOLIDATE = "consolidate"
+    ERASE = "erase"
 
 
 class _Job(BaseModel):
@@ -43,7 +44,15 @@ class ConsolidateJob(_Job):
     kind: Literal[JobKind.CONSOLIDATE] = JobKind.CONSOLIDATE
 
 
-AnyJob = ExtractJob | SummarizeJob | ConsolidateJob
+class EraseJob(_Job):
+    """Go on erasing a user's data in a project (``whole_project``: every member's, then
+    the project), where the request that began it stopped: the marker it left says so."""
+
+    kind: Literal[JobKind.ERASE] = JobKind.ERASE
+    whole_project: bool = False
+
+
+AnyJob = ExtractJob | SummarizeJob | ConsolidateJob | EraseJob
 _JOB: TypeAdapter[AnyJob] = TypeAdapter(Annotated[AnyJob, Field(discriminator="kind")])
 
 

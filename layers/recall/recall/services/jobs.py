@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from recall.domain import clock
-from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, SummarizeJob
+from recall.domain.jobs import AnyJob, ConsolidateJob, EraseJob, ExtractJob, SummarizeJob
 from recall.observability import logger
 from recall.services.consolidation import ConsolidationService
+from recall.services.erasure import ErasureService
 from recall.services.extraction import ExtractionService
 from recall.services.summaries import SummaryService
 
@@ -19,10 +20,12 @@ class JobRunner:
         extraction: ExtractionService,
         summaries: SummaryService,
         consolidation: ConsolidationService,
+        erasure: ErasureService,
     ) -> None:
         self._extraction = extraction
         self._summaries = summaries
         self._consolidation = consolidation
+        self._erasure = erasure
 
     def run(self, job: AnyJob, now: datetime | None = None) -> None:
         at = now or clock.now()
@@ -31,6 +34,8 @@ class JobRunner:
             report = self._extraction.run(job, at)
         elif isinstance(job, SummarizeJob):
             report = self._summaries.run(job, at)
+        elif isinstance(job, EraseJob):
+            report = "done" if self._erasure.resume(job) else "handed on"
         else:
             assert isinstance(job, ConsolidateJob)
             report = self._consolidation.run(job, at)

@@ -339,6 +339,20 @@ class ConversationStore:
             TableName=self._table, Key=conversation_key(user_id, project_id, conversation_id)
         )
 
+    def ids(self, user_id: str, project_id: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids of the caller's threads in the project, live, archived or
+        being deleted alike (an erasure takes them all, a page at a time)."""
+        result = self.client.query(
+            TableName=self._table,
+            KeyConditionExpression="#owner = :owner",
+            ExpressionAttributeNames={"#owner": "owner", "#sk": "conversationId"},
+            ExpressionAttributeValues={":owner": to_value(owner_key(user_id, project_id))},
+            ProjectionExpression="#sk",
+            ConsistentRead=True,
+            Limit=limit,
+        )
+        return [str(from_item(item)["conversationId"]) for item in result["Items"]]
+
 
 def _missing_if_conflict(exc: ClientError) -> Exception:
     error = translate(exc)

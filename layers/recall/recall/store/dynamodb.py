@@ -350,3 +350,29 @@ def decode_cursor(cursor: str, fields: set[str]) -> dict[str, str]:
     ):
         raise not_this_cursor()
     return values
+
+
+def delete_found(
+    client: DynamoDBClient,
+    query: dict[str, Any],
+    keys: tuple[str, ...],
+    max_items: int,
+    batch_size: int = BATCH_WRITE_MAX_ITEMS,
+) -> int:
+    """Delete what ``query`` (Query kwargs over one partition) finds, at most ``max_items``,
+    reading only the ``keys`` attributes; the count deleted. An erasure calls this again
+    until it deletes fewer than it may: each call starts over from what is left."""
+    names = {f"#k{n}": key for n, key in enumerate(keys)}
+    request = {
+        **query,
+        "ProjectionExpression": ", ".join(names),
+        "ExpressionAttributeNames": {**query.get("ExpressionAttributeNames", {}), **names},
+        "Limit": max(1, max_items),
+    }
+    deleted = 0
+    for page in client.get_paginator("query").paginate(**request):
+        found = page["Items"][: max_items - deleted]
+        deleted += batch_delete(client, query["TableName"], found, batch_size)
+        if deleted >= max_items:
+            break
+    return deleted

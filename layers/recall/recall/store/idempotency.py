@@ -1,19 +1,85 @@
 """The idempotency table, through Powertools' own DynamoDB persistence layer. It gets a
 client of its own so a turn's DynamoDB requests and its idempotency bookkeeping can be
-told apart (and counted apart)."""
+told apart (and counted apart).
+
+A record holds a turn's reply, so it is the caller's data: it is kept under
+``owner = <userId>#<projectId>`` with Powertools' hashed key as its sort key, so an
+erasure finds every record of a user and project with one Query. Powertools hashes only
+what ``event_key_jmespath`` selects; the owner is taken from the same request's ``user``
+and ``project`` and put in front of that hash."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 import boto3
 from botocore.config import Config
 
+from recall.settings import Settings
+from recall.store.dynamodb import delete_found, dynamodb_client, to_value
+from recall.store.keys import SEPARATOR, owner_key
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+OWNER = "owner"
+RECORD = "sk"
+
+
+class CallerRecords(DynamoDBPersistenceLayer):
+    """Powertools' layer with each record under its caller's user and project."""
+
+    def __init__(self, table: str, client: DynamoDBClient) -> None:
+        super().__init__(
+            table_name=table, boto3_client=client, key_attr=OWNER, sort_key_attr=RECORD
+        )
+
+    def _get_hashed_idempotency_key(self, data: dict[str, Any]) -> str | None:
+        hashed = super()._get_hashed_idempotency_key(data)
+        if hashed is None:
+            return None
+        return f"{owner_key(data['user'], data['project'])}{SEPARATOR}{hashed}"
+
+    def _get_key(self, idempotency_key: str) -> dict[str, Any]:
+        user_id, project_id, record = idempotency_key.split(SEPARATOR, 2)
+        return {OWNER: {"S": owner_key(user_id, project_id)}, RECORD: {"S": record}}
+
+    def _item_to_data_record(self, item: dict[str, Any]) -> DataRecord:
+        record = super()._item_to_data_record(item)
+        record.idempotency_key = f"{record.idempotency_key}{SEPARATOR}{record.sort_key}"
+        return record
+
 
 @lru_cache(maxsize=4)
-def persistence_layer(table: str, max_attempts: int) -> DynamoDBPersistenceLayer:
+def persistence_layer(table: str, max_attempts: int) -> CallerRecords:
     """``max_attempts`` in all, the first try included (as for the store's own client)."""
     config = Config(retries={"mode": "standard", "total_max_attempts": max_attempts})
-    client = boto3.client("dynamodb", config=config)
-    return DynamoDBPersistenceLayer(table_name=table, boto3_client=client)
+    return CallerRecords(table, boto3.client("dynamodb", config=config))
+
+
+class IdempotencyRecords:
+    """The records as the caller's data: what an erasure deletes."""
+
+    def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
+        self._table = settings.idempotency_table
+        self._client = client
+        self._batch_size = settings.delete_batch_size
+
+    @property
+    def client(self) -> DynamoDBClient:
+        return self._client or dynamodb_client()
+
+    def erase(self, user_id: str, project_id: str, max_items: int) -> int:
+        """Delete up to ``max_items`` of the caller's records in the project; fewer means
+        none are left."""
+        query = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#owner = :owner",
+            "ExpressionAttributeNames": {"#owner": OWNER},
+            "ExpressionAttributeValues": {":owner": to_value(owner_key(user_id, project_id))},
+            "ConsistentRead": True,
+        }
+        return delete_found(self.client, query, (OWNER, RECORD), max_items, self._batch_size)

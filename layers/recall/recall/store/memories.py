@@ -38,6 +38,7 @@ from recall.store.dynamodb import (
     Item,
     batch_delete,
     cancellation_codes,
+    delete_found,
     dynamodb_client,
     from_item,
     to_value,
@@ -356,6 +357,19 @@ class MemoryStore:
                     base_seconds=self._batch_base_seconds,
                 )
         return deleted
+
+    def erase(self, user_id: str, project_id: str, max_items: int) -> int:
+        """Delete up to ``max_items`` of everything the caller has in the project's memory:
+        entries, history, counters and schedule (one partition). Fewer means none are left."""
+        owner = owner_key(user_id, project_id)
+        query = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#owner = :owner",
+            "ExpressionAttributeNames": {"#owner": "owner"},
+            "ExpressionAttributeValues": {":owner": to_value(owner)},
+            "ConsistentRead": True,
+        }
+        return delete_found(self.client, query, ("owner", "sk"), max_items, self._batch_size)
 
     # Internals
 

@@ -17,6 +17,7 @@ from recall.store.dynamodb import (
     batch_delete,
     batch_write,
     decode_cursor,
+    delete_found,
     dynamodb_client,
     encode_cursor,
     from_item,
@@ -179,6 +180,23 @@ class MessageStore:
         return sum(
             batch_delete(self.client, self._table, page["Items"], self._batch_size)
             for page in pages
+        )
+
+    def erase_thread(
+        self, user_id: str, project_id: str, conversation_id: str, max_items: int
+    ) -> int:
+        """Delete up to ``max_items`` of a thread's messages; fewer means none are left."""
+        query = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#thread = :thread",
+            "ExpressionAttributeNames": {"#thread": "thread"},
+            "ExpressionAttributeValues": {
+                ":thread": to_value(thread_key(user_id, project_id, conversation_id))
+            },
+            "ConsistentRead": True,
+        }
+        return delete_found(
+            self.client, query, ("thread", "messageId"), max_items, self._batch_size
         )
 
 

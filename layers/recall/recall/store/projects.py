@@ -1,5 +1,10 @@
 """The Projects table: the project item (``sk = PROJECT``) and one item per member
-(``sk = MEMBER#<userId>``, also indexed by ``memberId`` to list a user's projects)."""
+(``sk = MEMBER#<userId>``, also indexed by ``memberId`` to list a user's projects).
+
+An erasure's markers live here too: ``ERASING#<userId>`` replaces a member item in the
+transaction that starts erasing that member's data (so from then on they hold no role),
+and ``erasing`` on the project item hides a project being deleted. Each marker goes last,
+once everything it stands for is gone, so a failure part-way leaves it for the retry."""
 
 from __future__ import annotations
 
@@ -11,12 +16,14 @@ from pydantic import Field
 from recall.domain.access import Role, roles_reaching
 from recall.domain.ids import is_id
 from recall.domain.projects import ContextValue, Member, Project
-from recall.errors import Forbidden, NotFound
+from recall.errors import Conflict, Forbidden, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
     StoredItem,
+    batch_delete,
     batch_get,
+    batch_write,
     cancellation_codes,
     decode_cursor,
     dynamodb_client,
@@ -34,8 +41,10 @@ if TYPE_CHECKING:
 
 PROJECT_SK = "PROJECT"
 MEMBER_PREFIX = "MEMBER#"
+ERASING_PREFIX = "ERASING#"
 BY_MEMBER = "byMember"
 ROLE_LOST = "Your role on this project changed meanwhile; it no longer allows this."
+STILL_ERASING = "This user's data in the project is still being erased; try again shortly."
 _FAILED = "ConditionalCheckFailed"
 
 
@@ -45,6 +54,10 @@ def project_key(project_id: str) -> Item:
 
 def member_key(project_id: str, user_id: str) -> Item:
     return to_item({"projectId": project_id, "sk": MEMBER_PREFIX + user_id})
+
+
+def erasing_key(project_id: str, user_id: str) -> Item:
+    return to_item({"projectId": project_id, "sk": ERASING_PREFIX + user_id})
 
 
 def _role_in(roles: frozenset[Role]) -> tuple[str, dict[str, Any]]:
@@ -68,6 +81,7 @@ class ProjectItem(StoredItem):
     name: str
     context: dict[str, ContextValue] = Field(default_factory=dict)
     owner_count: int = 1
+    erasing: bool | None = None
     created_by: str
     created_at: str
     updated_at: str
@@ -125,10 +139,15 @@ class ProjectStore:
             raise translate(exc, "A project with this id already exists.") from exc
 
     def get(self, project_id: str) -> Project | None:
+        """The project; ``None`` once it is being deleted."""
+        stored = self._stored(project_id)
+        return stored.project() if stored is not None and not stored.erasing else None
+
+    def _stored(self, project_id: str) -> ProjectItem | None:
         item = self.client.get_item(
             TableName=self._table, Key=project_key(project_id), ConsistentRead=True
         ).get("Item")
-        return ProjectItem.model_validate(from_item(item)).project() if item else None
+        return ProjectItem.model_validate(from_item(item)) if item else None
 
     def role_of(self, project_id: str, user_id: str) -> Role | None:
         item = self.client.get_item(
@@ -243,9 +262,8 @@ class ProjectStore:
             self._batch_attempts,
             self._batch_base_seconds,
         )
-        projects = [
-            ProjectItem.model_validate(from_item(item)).project() for item in found[self._table]
-        ]
+        stored = [ProjectItem.model_validate(from_item(item)) for item in found[self._table]]
+        projects = [item.project() for item in stored if not item.erasing]
         return {project.project_id: project for project in projects}
 
     def members(self, project_id: str) -> list[Member]:
@@ -322,8 +340,14 @@ class ProjectStore:
                 "TableName": self._table,
                 "Key": project_key(member.project_id),
                 "UpdateExpression": "ADD #owners :delta",
-                "ConditionExpression": "attribute_exists(#pk) AND #owners >= :least",
-                "ExpressionAttributeNames": {"#owners": "ownerCount", "#pk": "projectId"},
+                "ConditionExpression": (
+                    "attribute_exists(#pk) AND attribute_not_exists(#erasing) AND #owners >= :least"
+                ),
+                "ExpressionAttributeNames": {
+                    "#owners": "ownerCount",
+                    "#pk": "projectId",
+                    "#erasing": "erasing",
+                },
                 "ExpressionAttributeValues": {
                     ":delta": to_value(owner_delta),
                     ":least": to_value(1 - owner_delta),
@@ -333,12 +357,157 @@ class ProjectStore:
         items = [change, project_update]
         if checks_caller:
             items.append(self._caller_check(member.project_id, caller_id, caller_roles))
+        if before is None:
+            items.append(self._not_erasing(member.project_id, member.user_id))
         try:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
             if checks_caller and _failed_at(exc, 2):
                 raise Forbidden(ROLE_LOST) from exc
+            if before is None and _failed_at(exc, len(items) - 1):
+                raise Conflict(STILL_ERASING) from exc
             raise translate(exc, "The project's members changed meanwhile.") from exc
+
+    def _not_erasing(self, project_id: str, user_id: str) -> Any:
+        """A transaction item that holds only while no erasure of ``user_id`` is under way,
+        so nobody is added back into data that is still being deleted."""
+        return {
+            "ConditionCheck": {
+                "TableName": self._table,
+                "Key": erasing_key(project_id, user_id),
+                "ConditionExpression": "attribute_not_exists(#sk)",
+                "ExpressionAttributeNames": {"#sk": "sk"},
+            }
+        }
+
+    # Erasure
+
+    def begin_member_erasure(
+        self, project_id: str, user_id: str, role: Role, owner_delta: int
+    ) -> None:
+        """In one transaction: the member item (still ``role``) gives way to its erasure
+        marker, and the owner count moves by ``owner_delta`` without reaching zero, so the
+        last owner is refused (Conflict) and a turn racing this finds no role."""
+        try:
+            self.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Delete": {
+                            "TableName": self._table,
+                            "Key": member_key(project_id, user_id),
+                            "ConditionExpression": "#role = :role",
+                            "ExpressionAttributeNames": {"#role": "role"},
+                            "ExpressionAttributeValues": {":role": to_value(role.value)},
+                        }
+                    },
+                    {"Put": {"TableName": self._table, "Item": erasing_key(project_id, user_id)}},
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": project_key(project_id),
+                            "UpdateExpression": "ADD #owners :delta",
+                            "ConditionExpression": "attribute_exists(#pk) AND #owners >= :least",
+                            "ExpressionAttributeNames": {
+                                "#owners": "ownerCount",
+                                "#pk": "projectId",
+                            },
+                            "ExpressionAttributeValues": {
+                                ":delta": to_value(owner_delta),
+                                ":least": to_value(1 - owner_delta),
+                            },
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            raise translate(exc, "The project's members changed meanwhile.") from exc
+
+    def erasure_pending(self, project_id: str, user_id: str) -> bool:
+        """Whether an erasure of ``user_id``'s data in the project has begun and not ended."""
+        return "Item" in self.client.get_item(
+            TableName=self._table, Key=erasing_key(project_id, user_id), ConsistentRead=True
+        )
+
+    def end_member_erasure(self, project_id: str, user_id: str) -> None:
+        self.client.delete_item(TableName=self._table, Key=erasing_key(project_id, user_id))
+
+    def erasures(self, project_id: str) -> list[str]:
+        """The users whose erasure in the project has begun and not ended."""
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
+            ExpressionAttributeNames={"#pk": "projectId", "#sk": "sk"},
+            ExpressionAttributeValues={
+                ":pk": to_value(project_id),
+                ":prefix": to_value(ERASING_PREFIX),
+            },
+            ConsistentRead=True,
+        )
+        return [
+            str(from_item(item)["sk"]).removeprefix(ERASING_PREFIX)
+            for page in pages
+            for item in page["Items"]
+        ]
+
+    def begin_project_erasure(self, project_id: str, caller_id: str) -> None:
+        """Mark the project as being deleted while ``caller_id`` is still an owner
+        (Forbidden otherwise): from then on it is gone to every reader and nobody joins."""
+        try:
+            self.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": project_key(project_id),
+                            "UpdateExpression": "SET #erasing = :true",
+                            "ConditionExpression": "attribute_exists(#pk)",
+                            "ExpressionAttributeNames": {
+                                "#erasing": "erasing",
+                                "#pk": "projectId",
+                            },
+                            "ExpressionAttributeValues": {":true": to_value(True)},
+                        }
+                    },
+                    self._caller_check(project_id, caller_id, frozenset({Role.OWNER})),
+                ]
+            )
+        except ClientError as exc:
+            if _failed_at(exc, 1):
+                raise Forbidden(ROLE_LOST) from exc
+            if _failed_at(exc, 0):
+                raise NotFound("No such project.") from exc
+            raise translate(exc, "The project changed meanwhile; try again.") from exc
+
+    def project_erasing(self, project_id: str) -> bool:
+        stored = self._stored(project_id)
+        return stored is not None and bool(stored.erasing)
+
+    def markers_for_members(self, project_id: str) -> None:
+        """Every remaining member item of a project being deleted gives way to its erasure
+        marker: the markers are written first, then the members go, so a failure between
+        the two leaves someone both (the retry finishes) and never neither."""
+        members = self.members(project_id)
+        batch_write(
+            self.client,
+            self._table,
+            [
+                {"PutRequest": {"Item": erasing_key(project_id, member.user_id)}}
+                for member in members
+            ],
+            attempts=self._batch_attempts,
+            base_seconds=self._batch_base_seconds,
+        )
+        batch_delete(
+            self.client,
+            self._table,
+            [member_key(project_id, member.user_id) for member in members],
+            attempts=self._batch_attempts,
+            base_seconds=self._batch_base_seconds,
+        )
+
+    def end_project_erasure(self, project_id: str) -> None:
+        """Delete the project item, the last of a project being deleted."""
+        self.client.delete_item(TableName=self._table, Key=project_key(project_id))
 
     def _caller_check(self, project_id: str, caller_id: str, roles: frozenset[Role]) -> Any:
         """A transaction item that holds only while ``caller_id``'s role is one of ``roles``."""

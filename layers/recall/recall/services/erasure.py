@@ -1,0 +1,162 @@
+"""Erasing a member's data in a project (``DELETE …/me``) or a whole project
+(``DELETE /projects/{projectId}``).
+
+Each erasure writes its marker first (the member item gives way to ``ERASING#<userId>`` in
+one transaction; a project item gets ``erasing``), so from that moment the erased user
+holds no role: every read answers 403, and a turn's transaction, which checks the role,
+can no longer save. Then every table's items of that user and project are deleted, each
+found by a Query on its own keys, at most ``erase_items_per_run`` per invocation; the
+marker goes last. A failure part-way leaves the marker: a retry of the request, or the
+worker job queued when the request failed or ran out of room, goes on from what is left.
+"""
+
+from __future__ import annotations
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from recall.domain.access import Role, require
+from recall.domain.jobs import EraseJob
+from recall.domain.projects import owner_delta
+from recall.errors import Conflict, DomainError
+from recall.observability import logger
+from recall.settings import Settings
+from recall.store.conversations import ConversationStore
+from recall.store.idempotency import IdempotencyRecords
+from recall.store.jobs import JobQueue
+from recall.store.memories import MemoryStore
+from recall.store.messages import MessageStore
+from recall.store.projects import ProjectStore
+from recall.store.sessions import SessionStore
+
+LAST_OWNER = (
+    "You are this project's last owner: make someone else an owner first, or delete the project."
+)
+
+
+class ErasureService:
+    def __init__(
+        self,
+        settings: Settings,
+        projects: ProjectStore,
+        conversations: ConversationStore,
+        messages: MessageStore,
+        sessions: SessionStore,
+        memories: MemoryStore,
+        records: IdempotencyRecords,
+        queue: JobQueue,
+    ) -> None:
+        self._budget = settings.erase_items_per_run
+        self._projects = projects
+        self._conversations = conversations
+        self._messages = messages
+        self._sessions = sessions
+        self._memories = memories
+        self._records = records
+        self._queue = queue
+
+    def erase_me(self, user_id: str, project_id: str) -> bool:
+        """Erase everything of the caller in the project and their membership: ``True``
+        when it is all gone, ``False`` when the worker finishes it. The last owner is
+        refused (Conflict); a caller whose erasure has begun goes on with it."""
+        role = self._projects.role_of(project_id, user_id)
+        if role is None:
+            if not self._projects.erasure_pending(project_id, user_id):
+                require(role, Role.VIEWER)
+        else:
+            delta = owner_delta(role, None)
+            if delta < 0:
+                project = self._projects.get(project_id)
+                if project is not None and project.owner_count + delta < 1:
+                    raise Conflict(LAST_OWNER)
+            self._projects.begin_member_erasure(project_id, user_id, role, delta)
+            logger.info("erasure begun", extra={"project_id": project_id, "was": role})
+        return self._run(EraseJob(user_id=user_id, project_id=project_id))
+
+    def erase_project(self, user_id: str, project_id: str) -> bool:
+        """Delete the project with everything of everyone in it, while the caller is an
+        owner: ``True`` when it is all gone, ``False`` when the worker finishes it. An
+        owner whose project deletion has begun goes on with it."""
+        role = self._projects.role_of(project_id, user_id)
+        resuming = role is None and self._projects.project_erasing(project_id)
+        if not (resuming and self._projects.erasure_pending(project_id, user_id)):
+            require(role, Role.OWNER)
+            self._projects.begin_project_erasure(project_id, user_id)
+            logger.info("project deletion begun", extra={"project_id": project_id})
+        return self._run(EraseJob(user_id=user_id, project_id=project_id, whole_project=True))
+
+    def resume(self, job: EraseJob) -> bool:
+        """The worker's turn: go on within this run's budget, queueing the job again when
+        there is more; ``True`` when it is done (or was already)."""
+        done = self._continue(job)
+        if not done:
+            self._queue.send([job])
+        return done
+
+    def _run(self, job: EraseJob) -> bool:
+        """Erase within this request's budget; what is left goes to the worker, and so does
+        an erasure that failed part-way (its marker stays, so nothing is shown meanwhile)."""
+        try:
+            done = self._continue(job)
+        except (DomainError, ClientError, BotoCoreError):
+            self._hand_over_after_failure(job)
+            raise
+        if not done:
+            self._queue.send([job])
+            logger.info("erasure handed to the worker", extra={"project_id": job.project_id})
+        return done
+
+    def _hand_over_after_failure(self, job: EraseJob) -> None:
+        try:
+            self._queue.send([job])
+        except (DomainError, ClientError, BotoCoreError):
+            logger.warning(
+                "erasure left for a retry: its job could not be queued",
+                extra={"project_id": job.project_id},
+            )
+
+    def _continue(self, job: EraseJob) -> bool:
+        if job.whole_project:
+            return self._continue_project(job.user_id, job.project_id)
+        if not self._projects.erasure_pending(job.project_id, job.user_id):
+            return True
+        return self._member_data(job.user_id, job.project_id, self._budget) >= 0
+
+    def _continue_project(self, caller_id: str, project_id: str) -> bool:
+        """Every member becomes an erasure, then each one's data goes, the caller's last
+        (their marker lets them retry), then the project item."""
+        if not self._projects.project_erasing(project_id):
+            return True
+        self._projects.markers_for_members(project_id)
+        erasures = self._projects.erasures(project_id)
+        ordered = [user for user in erasures if user != caller_id]
+        ordered += [user for user in erasures if user == caller_id]
+        left = self._budget
+        for user_id in ordered:
+            left = self._member_data(user_id, project_id, left)
+            if left < 0:
+                return False
+        self._projects.end_project_erasure(project_id)
+        logger.info("project deleted", extra={"project_id": project_id})
+        return True
+
+    def _member_data(self, user_id: str, project_id: str, budget: int) -> int:
+        """Delete a user's data in the project, then their marker, spending at most
+        ``budget`` item deletes: what is left of it, or -1 when it ran out first."""
+        left = budget
+        while conversation_ids := self._conversations.ids(user_id, project_id, max(1, left)):
+            for conversation_id in conversation_ids:
+                left -= self._messages.erase_thread(user_id, project_id, conversation_id, left)
+                if left <= 0:
+                    return -1
+                self._sessions.delete(user_id, project_id, conversation_id)
+                self._conversations.delete(user_id, project_id, conversation_id)
+                left -= 2
+                if left <= 0:
+                    return -1
+        for erase in (self._memories.erase, self._records.erase):
+            left -= erase(user_id, project_id, left)
+            if left <= 0:
+                return -1
+        self._projects.end_member_erasure(project_id, user_id)
+        logger.info("erasure done", extra={"project_id": project_id})
+        return left

@@ -1,0 +1,366 @@
+"""Erasing a member's data in a project (``DELETE …/me``) and deleting a whole project,
+through the real handlers: afterwards no table holds an item of that user and project,
+listed through each store's own queries and cross-checked by scanning every table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+import json
+from typing import Any
+
+import boto3
+import pytest
+
+from local import background, embedded, template
+from recall.domain import clock
+from recall.domain.jobs import ExtractJob, SummarizeJob
+from recall.settings import get_settings
+from recall.store.dynamodb import dynamodb_client, to_value
+from recall.store.idempotency import OWNER
+from recall.store.keys import owner_key
+from recall.wiring import (
+    conversation_store,
+    erasure_service,
+    job_runner,
+    message_store,
+    project_store,
+    session_store,
+)
+from tests.integration.conftest import Api
+from tests.integration.fault_injection import ALWAYS, THROTTLES, injected, no_backoff_sleep
+
+MakeProject = Callable[..., str]
+
+
+def say(api: Api, project: str, message: str, thread: str | None = None, key: str = "") -> Any:
+    body: dict[str, Any] = {"message": message}
+    if thread:
+        body["conversationId"] = thread
+    headers = {"Idempotency-Key": key} if key else None
+    reply = api.post(f"/projects/{project}/chat", body, headers=headers)
+    assert reply.status == 200, reply
+    return reply.body
+
+
+def fill(api: Api, project: str) -> list[str]:
+    """Something of ``api``'s user in every table: two threads with messages and sessions,
+    persistent, thread and expiring memory with history and counters, and an idempotency
+    record. The thread ids, for the stores' per-thread reads."""
+    first = say(api, project, "Always keep the header dark.")["conversation"]["id"]
+    say(api, project, "Never use bright blue anywhere.", first, key="k-1")
+    second = say(api, project, "Plan the spring sale")["conversation"]["id"]
+    memories = f"/projects/{project}/memories"
+    soon = clock.stamp(clock.now() + timedelta(days=1))
+    promo = {"value": "10% off", "category": "context", "expiresAt": soon}
+    note = {"value": "draft", "category": "context", "scope": "thread", "conversationId": second}
+    assert api.put(f"{memories}/promo", promo).status == 201
+    assert api.put(f"{memories}/thread_note", note).status == 201
+    return [first, second]
+
+
+def held(user: str, project: str, threads: list[str]) -> dict[str, list[Any]]:
+    """Every item of ``user`` in ``project``, table by table, through the stores' queries."""
+    settings = get_settings()
+    owner = owner_key(user, project)
+    projects = project_store()
+    return {
+        "membership": [role] if (role := projects.role_of(project, user)) else [],
+        "erasure marker": [True] if projects.erasure_pending(project, user) else [],
+        "conversations": conversation_store().ids(user, project, 1_000),
+        "messages": [
+            message
+            for thread in threads
+            for message in message_store().latest_after(user, project, thread, None, 1_000)
+        ],
+        "sessions": [
+            session for thread in threads if (session := session_store().get(user, project, thread))
+        ],
+        "memories": partition(settings.memories_table, owner),
+        "idempotency records": partition(settings.idempotency_table, owner),
+    }
+
+
+def partition(table: str, owner: str) -> list[Any]:
+    """Every item under ``owner``: the Memories and Idempotency tables' partition key."""
+    items: list[Any] = dynamodb_client().query(
+        TableName=table,
+        KeyConditionExpression="#owner = :owner",
+        ExpressionAttributeNames={"#owner": OWNER},
+        ExpressionAttributeValues={":owner": to_value(owner)},
+        ConsistentRead=True,
+    )["Items"]
+    return items
+
+
+def nothing(found: dict[str, list[Any]]) -> bool:
+    return not any(found.values())
+
+
+def everything(found: dict[str, list[Any]]) -> bool:
+    """Something in every table a member's data lives in."""
+    return all(items for kind, items in found.items() if kind != "erasure marker")
+
+
+def mentions(user: str, project: str) -> list[tuple[str, dict[str, Any]]]:
+    """A cross-check past the stores: every item of every table that names both."""
+    raw = boto3.client("dynamodb")
+    found = []
+    for request in template.create_table_requests():
+        for page in raw.get_paginator("scan").paginate(TableName=request["TableName"]):
+            for item in page["Items"]:
+                text = json.dumps(item)
+                if user in text and project in text:
+                    found.append((request["TableName"], item))
+    return found
+
+
+@pytest.fixture
+def shared(alice: Api, bob: Api, make_project: MakeProject) -> Iterator[tuple[str, str]]:
+    """Two projects of alice's where bob is an editor, each with both users' data."""
+    first = make_project(alice, {bob: "editor"})
+    second = make_project(alice, {bob: "editor"})
+    yield first, second
+
+
+def test_erasing_yourself_leaves_nothing_of_you_and_touches_no_one_else(
+    alice: Api, bob: Api, shared: tuple[str, str]
+) -> None:
+    # Given both users' data in two projects
+    project, other = shared
+    threads = {(api.sub, p): fill(api, p) for api in (alice, bob) for p in shared}
+    kept = {
+        (user, p): held(user or "", p, ids) for (user, p), ids in threads.items() if user != bob.sub
+    }
+    kept[(bob.sub, other)] = held(bob.sub or "", other, threads[(bob.sub, other)])
+    assert all(everything(found) for found in kept.values())
+    assert everything(held(bob.sub or "", project, threads[(bob.sub, project)]))
+    # When
+    reply = bob.delete(f"/projects/{project}/me")
+    # Then nothing of bob in that project is left, in any table
+    assert reply.status == 204, reply
+    assert nothing(held(bob.sub or "", project, threads[(bob.sub, project)]))
+    assert mentions(bob.sub or "", project) == []
+    # And the other member's data, and bob's in the other project, are as they were
+    for (user, p), before in kept.items():
+        assert held(user or "", p, threads[(user, p)]) == before
+    # And bob is no longer a member
+    assert bob.get(f"/projects/{project}/conversations").status == 403
+    members = alice.get(f"/projects/{project}/members").body["members"]
+    assert [member["userId"] for member in members] == [alice.sub]
+    assert project in [row["id"] for row in alice.get("/projects").body["projects"]]
+    assert project not in [row["id"] for row in bob.get("/projects").body["projects"]]
+
+
+def test_the_last_owner_cannot_erase_themselves(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given
+    project = make_project(alice, {bob: "editor"})
+    threads = fill(alice, project)
+    # When
+    refused = alice.delete(f"/projects/{project}/me")
+    # Then
+    assert refused.status == 409, refused
+    assert refused.body["error"]["code"] == "conflict"
+    assert everything(held(alice.sub or "", project, threads))
+    # And once someone else is an owner, they can
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "owner"}).status == 200
+    assert alice.delete(f"/projects/{project}/me").status == 204
+    assert nothing(held(alice.sub or "", project, threads))
+    assert bob.get(f"/projects/{project}").body["role"] == "owner"
+
+
+def test_a_viewer_can_erase_themselves(alice: Api, carol: Api, make_project: MakeProject) -> None:
+    # Given
+    project = make_project(alice, {carol: "viewer"})
+    # When
+    reply = carol.delete(f"/projects/{project}/me")
+    # Then
+    assert reply.status == 204, reply
+    assert mentions(carol.sub or "", project) == []
+    assert carol.get(f"/projects/{project}").status == 403
+
+
+def test_a_stranger_cannot_erase_anything(alice: Api, bob: Api, make_project: MakeProject) -> None:
+    project = make_project(alice)
+    assert bob.delete(f"/projects/{project}/me").status == 403
+    assert bob.delete(f"/projects/{project}").status == 403
+
+
+def test_an_erasure_that_fails_part_way_shows_nothing_and_a_retry_finishes_it(
+    alice: Api, bob: Api, shared: tuple[str, str]
+) -> None:
+    # Given bob's data, and every batch delete failing past its retries
+    project, _ = shared
+    threads = fill(bob, project)
+    alice_threads = fill(alice, project)
+    alice_before = held(alice.sub or "", project, alice_threads)
+    with no_backoff_sleep(), injected(dynamodb_client()) as faults:
+        faults.arm(0, THROTTLES[1], ALWAYS, plan=["BatchWriteItem"])
+        # When
+        failed = bob.delete(f"/projects/{project}/me")
+    # Then the request failed, its marker stays, and nothing of the half-done erasure shows
+    assert failed.status == 429, failed
+    assert held(bob.sub or "", project, threads)["erasure marker"] == [True]
+    assert bob.get(f"/projects/{project}/conversations").status == 403
+    assert bob.get(f"/projects/{project}/memories").status == 403
+    assert bob.post(f"/projects/{project}/chat", {"message": "still here?"}).status == 403
+    members = alice.get(f"/projects/{project}/members").body["members"]
+    assert bob.sub not in [member["userId"] for member in members]
+    # And nobody can add bob back into data still being erased
+    again = alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "viewer"})
+    assert again.status == 409, again
+    # When bob retries
+    retried = bob.delete(f"/projects/{project}/me")
+    # Then it is finished, and alice's data was never touched
+    assert retried.status == 204, retried
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []
+    assert held(alice.sub or "", project, alice_threads) == alice_before
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "viewer"}).status == 201
+
+
+def test_the_worker_finishes_an_erasure_that_failed_part_way(
+    alice: Api, bob: Api, shared: tuple[str, str], embedded_store: embedded.EmbeddedStore
+) -> None:
+    # Given an erasure that failed after its marker
+    project, _ = shared
+    threads = fill(bob, project)
+    with no_backoff_sleep(), injected(dynamodb_client()) as faults:
+        faults.arm(0, THROTTLES[1], ALWAYS, plan=["BatchWriteItem"])
+        assert bob.delete(f"/projects/{project}/me").status == 429
+    # When the worker runs the job the failed request queued
+    for poller in background.pollers(embedded_store):
+        poller.drain(deadline_seconds=30)
+    # Then
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []
+
+
+def test_a_large_erasure_answers_202_and_the_worker_finishes_it(
+    alice: Api,
+    bob: Api,
+    shared: tuple[str, str],
+    embedded_store: embedded.EmbeddedStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given more of bob's items than one run may delete
+    project, _ = shared
+    threads = fill(bob, project)
+    monkeypatch.setattr(erasure_service(), "_budget", 5)
+    # When
+    reply = bob.delete(f"/projects/{project}/me")
+    # Then bob already holds no role, and the rest is left to the worker
+    assert reply.status == 202, reply
+    assert reply.body == {"projectId": project, "status": "erasing"}
+    assert bob.get(f"/projects/{project}/conversations").status == 403
+    assert not nothing(held(bob.sub or "", project, threads))
+    # When the worker runs, each run deleting five items and queueing the rest
+    for poller in background.pollers(embedded_store):
+        poller.drain(deadline_seconds=60)
+    # Then
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []
+
+
+def test_a_turn_racing_an_erasure_saves_nothing(
+    alice: Api, bob: Api, shared: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given bob's turn, which read his role, and his erasure landing before its save
+    project, _ = shared
+    threads = fill(bob, project)
+    client = dynamodb_client()
+    transact = client.transact_write_items
+    erased: list[bool] = []
+    racing = [True]
+
+    def erase_first(**kwargs: Any) -> Any:
+        if racing:  # once; the erasure's own transaction passes straight through
+            racing.clear()
+            erased.append(erasure_service().erase_me(bob.sub or "", project))
+        return transact(**kwargs)
+
+    monkeypatch.setattr(client, "transact_write_items", erase_first)
+    # When
+    reply = bob.post(f"/projects/{project}/chat", {"message": "One more thing"})
+    monkeypatch.undo()
+    # Then the turn was refused (its thread, or bob's role, gone) and left nothing behind
+    assert erased == [True]
+    assert reply.status in (403, 404), reply
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []
+
+
+def test_jobs_queued_before_an_erasure_recreate_nothing(
+    alice: Api, bob: Api, shared: tuple[str, str]
+) -> None:
+    # Given jobs for bob's threads, queued before his erasure
+    project, _ = shared
+    threads = fill(bob, project)
+    jobs = [
+        job(user_id=bob.sub or "", project_id=project, conversation_id=thread)
+        for thread in threads
+        for job in (ExtractJob, SummarizeJob)
+    ]
+    assert bob.delete(f"/projects/{project}/me").status == 204
+    # When they run
+    for job in jobs:
+        job_runner().run(job)
+    # Then
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []
+
+
+def test_deleting_a_project_erases_everyone_in_it_and_nothing_else(
+    alice: Api, bob: Api, carol: Api, shared: tuple[str, str]
+) -> None:
+    # Given both users' data in two projects, and carol a viewer of the first
+    project, other = shared
+    assert alice.put(f"/projects/{project}/members/{carol.sub}", {"role": "viewer"}).status == 201
+    threads = {(api.sub, p): fill(api, p) for api in (alice, bob) for p in shared}
+    kept = {
+        (user, other): held(user or "", other, threads[(user, other)])
+        for user in (alice.sub, bob.sub)
+    }
+    # When an editor tries, then the owner deletes it
+    assert bob.delete(f"/projects/{project}").status == 403
+    reply = alice.delete(f"/projects/{project}")
+    # Then nothing of anyone in it is left
+    assert reply.status == 204, reply
+    for api in (alice, bob):
+        assert nothing(held(api.sub or "", project, threads[(api.sub, project)]))
+    for api in (alice, bob, carol):
+        assert mentions(api.sub or "", project) == []
+        assert api.get(f"/projects/{project}").status == 403
+        assert project not in [row["id"] for row in api.get("/projects").body["projects"]]
+    assert project_store().get(project) is None
+    # And the other project is as it was
+    for (user, p), before in kept.items():
+        assert held(user or "", p, threads[(user, p)]) == before
+
+
+def test_a_project_deletion_that_fails_part_way_hides_the_project_and_a_retry_finishes_it(
+    alice: Api, bob: Api, carol: Api, shared: tuple[str, str]
+) -> None:
+    # Given
+    project, _ = shared
+    threads = {api.sub: fill(api, project) for api in (alice, bob)}
+    with no_backoff_sleep(), injected(dynamodb_client()) as faults:
+        # the members' markers, the members' removal, then the first batch of data
+        faults.arm(2, THROTTLES[1], ALWAYS, plan=["BatchWriteItem"] * 3)
+        # When
+        failed = alice.delete(f"/projects/{project}")
+    # Then nobody sees the project meanwhile, and nobody can join it
+    assert failed.status == 429, failed
+    assert project_store().get(project) is None
+    for api in (alice, bob):
+        assert api.get(f"/projects/{project}").status == 403
+        assert api.get(f"/projects/{project}/conversations").status == 403
+    assert alice.put(f"/projects/{project}/members/{carol.sub}", {"role": "viewer"}).status == 403
+    # When the owner retries
+    assert alice.delete(f"/projects/{project}").status == 204
+    # Then
+    for api in (alice, bob):
+        assert nothing(held(api.sub or "", project, threads[api.sub]))
+        assert mentions(api.sub or "", project) == []
