@@ -50,6 +50,7 @@ def grow_thread(
 
 
 DEMO_USER = "demo-user"
+DEMO_CO_OWNER = "demo-co-owner"
 DEMO_MEMORY_VALUE = "dark navy, no bright colours"
 
 
@@ -97,22 +98,11 @@ def seed_demo() -> DemoIds:
     seed_project(DEMO_USER, ids.project_id, ids.conversation_id)
     settings = get_settings()
     projects = ProjectStore(settings)
-    if projects.role_of(ids.project_id, ids.member_id) is None:
-        member = Member(
-            project_id=ids.project_id,
-            user_id=ids.member_id,
-            role=Role.VIEWER,
-            added_at=clock.stamp(clock.now()),
-        )
-        with contextlib.suppress(Conflict):  # another seeding added them meanwhile
-            projects.change_member(
-                member,
-                before=None,
-                after=Role.VIEWER,
-                owner_delta=0,
-                caller_id=DEMO_USER,
-                caller_roles=frozenset({Role.OWNER}),
-            )
+    # A second owner, so the events' caller may erase themselves (the last owner may not),
+    # and through whom the caller is added back after they did.
+    _seed_member(projects, ids.project_id, DEMO_CO_OWNER, Role.OWNER, DEMO_USER)
+    _seed_member(projects, ids.project_id, DEMO_USER, Role.OWNER, DEMO_CO_OWNER)
+    _seed_member(projects, ids.project_id, ids.member_id, Role.VIEWER, DEMO_USER)
     # Imported here, not at the top: importing the memory store creates Powertools' Logger,
     # which writes to whatever sys.stdout is at that moment, and ``local.invoke`` imports
     # this module before it sends stdout to stderr to keep its own output pure JSON.
@@ -125,6 +115,27 @@ def seed_demo() -> DemoIds:
         entry = MemoryEntry(key=ids.memory_key, value=DEMO_MEMORY_VALUE, category=Category.BRAND)
         memories.write(DEMO_USER, ids.project_id, entry, now)
     return ids
+
+
+def _seed_member(
+    projects: ProjectStore, project_id: str, user_id: str, role: Role, by: str
+) -> None:
+    """``user_id`` as a ``role`` of the project, added by the owner ``by``, unless they
+    already belong to it."""
+    if projects.role_of(project_id, user_id) is not None:
+        return
+    member = Member(
+        project_id=project_id, user_id=user_id, role=role, added_at=clock.stamp(clock.now())
+    )
+    with contextlib.suppress(Conflict):  # another seeding added them meanwhile
+        projects.change_member(
+            member,
+            before=None,
+            after=role,
+            owner_delta=int(role is Role.OWNER),
+            caller_id=by,
+            caller_roles=frozenset({Role.OWNER}),
+        )
 
 
 def seed_project(owner_id: str, project_id: str, conversation_id: str) -> None:

@@ -65,6 +65,8 @@ EXPECTED_STATUS = {
     "memories-list.json": 200,
     "memories-put.json": 200,
     "projects-create.json": 201,
+    "projects-delete.json": 204,
+    "projects-erase-me.json": 204,
     "projects-get.json": 200,
     "projects-list-members.json": 200,
     "projects-list.json": 200,
@@ -136,6 +138,11 @@ EXPECTED_FACT: dict[str, Callable[[Any], bool]] = {
         (body["name"], body["context"], body["role"])
         == (sent("projects-create.json")["name"], sent("projects-create.json")["context"], "owner")
         and body["id"] != demo_ids().project_id
+    ),
+    "projects-delete.json": lambda _: answer_to("projects-get.json")[0] == 403,
+    "projects-erase-me.json": lambda _: (
+        answer_to("projects-get.json")[0] == 403
+        and answer_to("conversations-get.json")[0] == 403
     ),
     "projects-get.json": lambda body: (
         (body["id"], body["role"]) == (demo_ids().project_id, "owner")

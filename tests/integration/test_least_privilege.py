@@ -30,7 +30,7 @@ from recall.providers.bedrock import BedrockProvider
 from recall.store.dynamodb import dynamodb_client
 from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client
-from recall.wiring import memory_store, model_choice, session_store
+from recall.wiring import erasure_service, memory_store, model_choice, session_store
 from tests.integration.test_events import EVENT_FILES, function_of, load
 
 REGION, ACCOUNT = "us-east-1", "000000000000"
@@ -64,6 +64,10 @@ NOT_REACHED_HERE = {
     ),
     ("WorkerFunction", "dynamodb:DeleteItem", f"{_TABLE}MemoriesTable"): (
         "consolidation deletes entries only past its gates (24 h, 3 sessions, 5 entries)"
+    ),
+    ("WorkerFunction", "dynamodb:BatchWriteItem", f"{_TABLE}ProjectsTable"): (
+        "the worker turns members into erasure markers only when the request that began a"
+        " project's deletion failed before it did"
     ),
     ("MaintenanceFunction", "dynamodb:DeleteItem", f"{_TABLE}SessionsTable"): (
         "prune-sessions deletes a session only once idle for SESSION_IDLE_SECONDS (24 h)"
@@ -327,8 +331,9 @@ def run_everything(
     ``latest``, one after its session was pruned, one that meets its entries changed
     meanwhile, one through Bedrock), thread memory and
     an entry that expires; then the schedules, the worker on every job all that queued
-    (extraction, the summary of a thread longer than the window, consolidation), and the
-    thread's deletion."""
+    (extraction, the summary of a thread longer than the window, consolidation), the
+    thread's deletion, the caller's erasure of their data, and the project's deletion,
+    most of it by the worker."""
     for event_file in EVENT_FILES:
         seed_demo()
         runtime.invoke(function_of(event_file), load(event_file))
@@ -357,6 +362,24 @@ def run_everything(
     for poller in background.pollers(store):
         poller.drain(deadline_seconds=30)
     call("DELETE", f"/projects/{project}/conversations/{thread}")
+    call("DELETE", f"/projects/{project}/me")  # its idempotency record too
+    seed_demo()
+    chat(project, "A thread for the worker to erase.", **{"Idempotency-Key": "k-2"})
+    delete_through_the_worker(store, project)
+
+
+def delete_through_the_worker(store: embedded.EmbeddedStore, project: str) -> None:
+    """The project's deletion with room for a few items a run, so the request answers 202
+    and the worker erases the rest, its idempotency records among them, a run at a time."""
+    erasure = erasure_service()
+    budget = erasure._budget  # noqa: SLF001 (a large erasure, without a large project)
+    erasure._budget = 3  # noqa: SLF001
+    try:
+        call("DELETE", f"/projects/{project}")
+        for poller in background.pollers(store):
+            poller.drain(deadline_seconds=60)
+    finally:
+        erasure._budget = budget  # noqa: SLF001
 
 
 def test_every_request_a_function_makes_is_granted_by_its_own_policy(
