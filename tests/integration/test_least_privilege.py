@@ -372,14 +372,14 @@ def delete_through_the_worker(store: embedded.EmbeddedStore, project: str) -> No
     """The project's deletion with room for a few items a run, so the request answers 202
     and the worker erases the rest, its idempotency records among them, a run at a time."""
     erasure = erasure_service()
-    budget = erasure._budget  # noqa: SLF001 (a large erasure, without a large project)
-    erasure._budget = 3  # noqa: SLF001
+    budget = erasure._budget  # a small budget stands in for a large project
+    erasure._budget = 3
     try:
         call("DELETE", f"/projects/{project}")
         for poller in background.pollers(store):
             poller.drain(deadline_seconds=60)
     finally:
-        erasure._budget = budget  # noqa: SLF001
+        erasure._budget = budget
 
 
 def test_every_request_a_function_makes_is_granted_by_its_own_policy(
