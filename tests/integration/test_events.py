@@ -141,8 +141,7 @@ EXPECTED_FACT: dict[str, Callable[[Any], bool]] = {
     ),
     "projects-delete.json": lambda _: answer_to("projects-get.json")[0] == 403,
     "projects-erase-me.json": lambda _: (
-        answer_to("projects-get.json")[0] == 403
-        and answer_to("conversations-get.json")[0] == 403
+        answer_to("projects-get.json")[0] == 403 and answer_to("conversations-get.json")[0] == 403
     ),
     "projects-get.json": lambda body: (
         (body["id"], body["role"]) == (demo_ids().project_id, "owner")
