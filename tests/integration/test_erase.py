@@ -13,6 +13,7 @@ import boto3
 import pytest
 
 from local import background, embedded, template
+from local.seed import grow_thread
 from recall.domain import clock
 from recall.domain.jobs import ExtractJob, SummarizeJob
 from recall.settings import get_settings
@@ -23,6 +24,7 @@ from recall.wiring import (
     conversation_store,
     erasure_service,
     job_runner,
+    memory_store,
     message_store,
     project_store,
     session_store,
@@ -364,3 +366,39 @@ def test_a_project_deletion_that_fails_part_way_hides_the_project_and_a_retry_fi
     for api in (alice, bob):
         assert nothing(held(api.sub or "", project, threads[api.sub]))
         assert mentions(api.sub or "", project) == []
+
+
+@pytest.mark.parametrize("erased_after", ["the thread was read", "its memory was read"])
+def test_an_extraction_running_across_an_erasure_writes_nothing_back(
+    alice: Api,
+    bob: Api,
+    shared: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    erased_after: str,
+) -> None:
+    # Given an extraction job of bob's on a thread restating a rule he already saved, with
+    # his erasure landing while it runs
+    project, _ = shared
+    threads = fill(bob, project)
+    grow_thread(bob.sub or "", project, threads[1], 6, lambda _: "Always keep the header dark.")
+    step = (
+        (conversation_store(), "get")
+        if erased_after == "the thread was read"
+        else (memory_store(), "active")
+    )
+    real = getattr(*step)
+
+    def then_erase(*args: Any) -> Any:
+        found = real(*args)
+        monkeypatch.setattr(*step, real)
+        assert erasure_service().erase_me(bob.sub or "", project)
+        return found
+
+    monkeypatch.setattr(*step, then_erase)
+    # When
+    job_runner().run(
+        ExtractJob(user_id=bob.sub or "", project_id=project, conversation_id=threads[1])
+    )
+    # Then
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []

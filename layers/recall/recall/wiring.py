@@ -268,6 +268,7 @@ def job_runner() -> JobRunner:
             memory_store(),
             memory_upkeep(),
             _extractor(),
+            project_store(),
         ),
         SummaryService(
             settings, conversation_store(), message_store(), session_store(), _summarizer()

@@ -7,24 +7,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, Field, ValidationError
 
-from recall.domain.extraction import ExtractionAction, decide_extraction, entry_to_write
+from recall.domain.access import Role
+from recall.domain.extraction import (
+    ExtractionAction,
+    ExtractionDecision,
+    decide_extraction,
+    entry_to_write,
+)
 from recall.domain.jobs import ExtractJob
 from recall.domain.memory import Category, MemoryEntry, Source, check_key, check_value
 from recall.domain.memory_proposals import propose_memories
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
-from recall.errors import Invalid
+from recall.errors import Forbidden, Invalid
 from recall.observability import logger, metrics
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
+from recall.store.projects import ProjectStore
 
 
 class MemoryExtractor(Protocol):
@@ -158,6 +165,7 @@ class ExtractionService:
         memories: MemoryStore,
         upkeep: MemoryUpkeep,
         extractor: MemoryExtractor,
+        projects: ProjectStore | None = None,
     ) -> None:
         self._settings = settings
         self._conversations = conversations
@@ -165,16 +173,25 @@ class ExtractionService:
         self._memories = memories
         self._upkeep = upkeep
         self._extractor = extractor
+        self._projects = projects
 
     def run(self, job: ExtractJob, now: datetime) -> ExtractionReport:
+        """With ``projects``, every write checks the user is still a member, so a job
+        queued before their erasure writes nothing back (``Forbidden``, then the thread
+        is gone on the retry)."""
         settings = self._settings
         conversation = self._conversations.get(job.user_id, job.project_id, job.conversation_id)
         if conversation is None:
             return ExtractionReport(False, "the thread is gone")
         if conversation.message_count < settings.extract_min_messages:
             return ExtractionReport(False, "the thread is too short")
-        if not self._upkeep.claim_extraction(job.user_id, job.project_id, now):
-            return ExtractionReport(False, "extraction ran within the cooldown")
+        guard = (
+            self._projects.role_check(job.project_id, job.user_id, Role.VIEWER)
+            if self._projects is not None
+            else None
+        )
+        if not self._upkeep.claim_extraction(job.user_id, job.project_id, now, guard):
+            return ExtractionReport(False, "extraction ran within the cooldown or the user left")
         recent = self._messages.latest_after(
             job.user_id,
             job.project_id,
@@ -190,21 +207,34 @@ class ExtractionService:
             max_new=settings.extract_max_new,
         )
         report = ExtractionReport(True, "claimed")
-        for decision in decisions:
-            entry = entry_to_write(decision)
-            if entry is not None:
-                saved = self._memories.write(
-                    job.user_id, job.project_id, entry, now, reason=decision.reason
-                )
-                report.written += saved is not None
-            elif decision.action == ExtractionAction.NONE and decision.existing is not None:
-                self._memories.note(
-                    job.user_id, job.project_id, decision.existing, decision.reason, now
-                )
-                report.kept += 1
+        try:
+            self._apply(job, decisions, report, now, guard)
+        except Forbidden:
+            return ExtractionReport(True, "the user left the project", report.written)
         metrics.add_metric(name="MemoriesExtracted", unit=MetricUnit.Count, value=report.written)
         logger.info(
             "extraction done",
             extra={"decisions": len(decisions), "written": report.written, "kept": report.kept},
         )
         return report
+
+    def _apply(
+        self,
+        job: ExtractJob,
+        decisions: list[ExtractionDecision],
+        report: ExtractionReport,
+        now: datetime,
+        guard: dict[str, Any] | None,
+    ) -> None:
+        for decision in decisions:
+            entry = entry_to_write(decision)
+            if entry is not None:
+                saved = self._memories.write(
+                    job.user_id, job.project_id, entry, now, reason=decision.reason, guard=guard
+                )
+                report.written += saved is not None
+            elif decision.action == ExtractionAction.NONE and decision.existing is not None:
+                self._memories.note(
+                    job.user_id, job.project_id, decision.existing, decision.reason, now, guard
+                )
+                report.kept += 1

@@ -323,12 +323,24 @@ class MemoryStore:
         return True
 
     def note(
-        self, user_id: str, project_id: str, entry: MemoryEntry, reason: str, now: datetime
+        self,
+        user_id: str,
+        project_id: str,
+        entry: MemoryEntry,
+        reason: str,
+        now: datetime,
+        guard: dict[str, Any] | None = None,
     ) -> None:
-        """Record in an entry's history that a background job left it as it is, and why."""
-        self.client.put_item(
-            **self._transactions.note(owner_key(user_id, project_id), entry, reason, now)
-        )
+        """Record in an entry's history that a background job left it as it is, and why.
+        ``guard`` as for ``write``."""
+        note = self._transactions.note(owner_key(user_id, project_id), entry, reason, now)
+        if guard is None:
+            self.client.put_item(**note)
+            return
+        try:
+            self.client.transact_write_items(TransactItems=_guarded([{"Put": note}], guard))
+        except ClientError as exc:
+            _refused(exc, guard)
 
     def expire(
         self, user_id: str, project_id: str, key: str, conversation_id: str | None, now: datetime

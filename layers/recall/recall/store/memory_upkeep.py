@@ -93,9 +93,17 @@ class MemoryUpkeep:
             request["ConditionExpression"] = condition
         return request
 
-    def claim_extraction(self, user_id: str, project_id: str, now: datetime) -> bool:
+    def claim_extraction(
+        self,
+        user_id: str,
+        project_id: str,
+        now: datetime,
+        guard: dict[str, Any] | None = None,
+    ) -> bool:
         """Take this project's extraction slot if the last one is at least
-        ``extract_cooldown_seconds`` old; of two workers racing, exactly one gets ``True``."""
+        ``extract_cooldown_seconds`` old; of two workers racing, exactly one gets ``True``.
+        ``guard``, a ``ConditionCheck`` on the user's membership, joins the update: a user
+        erased meanwhile gets ``False``, and no ``META`` item comes back for them."""
         return self._update(
             owner_key(user_id, project_id),
             "SET #last = :now",
@@ -105,6 +113,7 @@ class MemoryUpkeep:
                 ":now": to_value(clock.stamp(now)),
                 ":cutoff": to_value(clock.stamp(now - self._extract_cooldown)),
             },
+            guard,
         )
 
     def claim_consolidation(self, user_id: str, project_id: str, now: datetime) -> bool:
@@ -191,17 +200,24 @@ class MemoryUpkeep:
         condition: str,
         names: dict[str, str],
         values: dict[str, Any],
+        guard: dict[str, Any] | None = None,
     ) -> bool:
-        """A conditional update of ``META``: ``False`` when the condition did not hold."""
+        """A conditional update of ``META``: ``False`` when the condition (or ``guard``, a
+        ``ConditionCheck`` sent with it) did not hold."""
+        request: Any = {
+            "TableName": self._table,
+            "Key": meta_key(owner),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
         try:
-            self.client.update_item(
-                TableName=self._table,
-                Key=meta_key(owner),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
+            if guard is None:
+                self.client.update_item(**request)
+            else:
+                items: Any = [{"Update": request}, {"ConditionCheck": guard}]
+                self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
             error = translate(exc)
             if isinstance(error, Conflict):
