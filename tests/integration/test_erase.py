@@ -402,3 +402,29 @@ def test_an_extraction_running_across_an_erasure_writes_nothing_back(
     # Then
     assert nothing(held(bob.sub or "", project, threads))
     assert mentions(bob.sub or "", project) == []
+
+
+def test_a_thread_created_while_its_owner_is_erased_is_not_saved(
+    alice: Api, bob: Api, shared: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given bob creating a thread, his role read, and his erasure landing before the write
+    project, _ = shared
+    threads = fill(bob, project)
+    client = dynamodb_client()
+    transact = client.transact_write_items
+    racing = [True]
+
+    def erase_first(**kwargs: Any) -> Any:
+        if racing:
+            racing.clear()
+            assert erasure_service().erase_me(bob.sub or "", project)
+        return transact(**kwargs)
+
+    monkeypatch.setattr(client, "transact_write_items", erase_first)
+    # When
+    reply = bob.post(f"/projects/{project}/conversations", {"title": "Late idea"})
+    monkeypatch.undo()
+    # Then
+    assert reply.status == 403, reply
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []

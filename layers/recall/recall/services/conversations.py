@@ -57,7 +57,9 @@ class ConversationService:
             created_at=at,
             updated_at=at,
         )
-        self._conversations.create(conversation)
+        self._conversations.create(
+            conversation, self._access.still(user_id, project_id, Role.EDITOR)
+        )
         metrics.add_metric(name="ConversationsCreated", unit=MetricUnit.Count, value=1)
         return conversation
 

@@ -14,10 +14,11 @@ from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
 from recall.domain.conversations import Conversation
-from recall.errors import Conflict, Invalid, NotFound
+from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
+    cancellation_codes,
     decode_cursor,
     dynamodb_client,
     encode_cursor,
@@ -92,10 +93,20 @@ class ConversationStore:
     def table(self) -> str:
         return self._table
 
-    def create(self, conversation: Conversation) -> None:
+    def create(self, conversation: Conversation, guard: dict[str, Any] | None = None) -> None:
+        """``guard``, a ``ConditionCheck`` that the caller still holds their role, joins the
+        put: a caller removed or erased since their role was read is Forbidden."""
         try:
-            self.client.put_item(**self.create_request(conversation))
+            if guard is None:
+                self.client.put_item(**self.create_request(conversation))
+            else:
+                items: Any = [{"Put": self.create_request(conversation)}, {"ConditionCheck": guard}]
+                self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
+            if guard is not None and cancellation_codes(exc)[1:] == ["ConditionalCheckFailed"]:
+                raise Forbidden(
+                    "Your role on this project changed: it no longer allows this."
+                ) from exc
             raise translate(exc, "A conversation with this id already exists.") from exc
 
     def create_request(self, conversation: Conversation) -> dict[str, Any]:
