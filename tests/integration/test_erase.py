@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 import json
+import threading
 from typing import Any
 
 import boto3
@@ -16,6 +17,7 @@ from local import background, embedded, template
 from local.seed import grow_thread
 from recall.domain import clock
 from recall.domain.jobs import ExtractJob, SummarizeJob
+from recall.errors import Conflict
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.idempotency import OWNER
@@ -29,7 +31,7 @@ from recall.wiring import (
     project_store,
     session_store,
 )
-from tests.integration.conftest import Api
+from tests.integration.conftest import Api, transactions_after_every_racer_read
 from tests.integration.fault_injection import ALWAYS, THROTTLES, injected, no_backoff_sleep
 
 MakeProject = Callable[..., str]
@@ -164,7 +166,7 @@ def test_the_last_owner_cannot_erase_themselves(
     refused = alice.delete(f"/projects/{project}/me")
     # Then
     assert refused.status == 409, refused
-    assert refused.body["error"]["code"] == "conflict"
+    assert "last owner" in refused.body["error"]["message"]
     assert everything(held(alice.sub or "", project, threads))
     # And once someone else is an owner, they can
     assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "owner"}).status == 200
@@ -428,3 +430,32 @@ def test_a_thread_created_while_its_owner_is_erased_is_not_saved(
     assert reply.status == 403, reply
     assert nothing(held(bob.sub or "", project, threads))
     assert mentions(bob.sub or "", project) == []
+
+
+def test_two_owners_erasing_themselves_at_once_leave_the_project_an_owner(
+    alice: Api, bob: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two owners, each of whom has read that the other is still an owner
+    project = make_project(alice, {bob: "owner"})
+    transactions_after_every_racer_read(monkeypatch, 2)
+    answers: dict[str, str] = {}
+
+    def erase(api: Api) -> None:
+        try:
+            erasure_service().erase_me(api.sub or "", project)
+            answers[api.sub or ""] = "erased"
+        except Conflict:
+            answers[api.sub or ""] = "conflict"
+
+    racers = [threading.Thread(target=erase, args=(api,)) for api in (alice, bob)]
+    # When
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(30)
+    monkeypatch.undo()
+    # Then one was erased, the other refused, and the project still has its owner
+    assert sorted(answers.values()) == ["conflict", "erased"]
+    [kept] = [user for user, outcome in answers.items() if outcome == "conflict"]
+    assert project_store().role_of(project, kept) is not None
+    assert project_store().get(project).owner_count == 1  # type: ignore[union-attr]
