@@ -66,21 +66,35 @@ class Snapshots:
         self._folder = folder
         self._every = every_seconds
         self._client: DynamoDBClient = boto3.client("dynamodb", endpoint_url=endpoint)
-        self._tables = [request["TableName"] for request in template.create_table_requests()]
+        self._keys = {
+            request["TableName"]: [key["AttributeName"] for key in request["KeySchema"]]
+            for request in template.create_table_requests()
+        }
+        self._tables = list(self._keys)
         self._changed = threading.Event()
         self._stopping = threading.Event()
         self._writing = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="recall-snapshots", daemon=True)
 
     def restore(self) -> int:
-        """Load the last snapshot into the (empty) tables; how many items it held."""
+        """Load the last snapshot into the (empty) tables; how many items it held. An item
+        without its table's current keys (an idempotency record saved before records were
+        kept under their caller's user and project) is left out: it could not be stored."""
         if not self.path.exists():
             return 0
         saved = json.loads(self.path.read_text(encoding="utf-8"))
         if saved.get("format") != FORMAT:
             raise ValueError(f"{self.path} is not a snapshot this version can read")
         return sum(
-            batch_write(self._client, table, [{"PutRequest": {"Item": _typed(i)}} for i in items])
+            batch_write(
+                self._client,
+                table,
+                [
+                    {"PutRequest": {"Item": _typed(item)}}
+                    for item in items
+                    if all(key in item for key in self._keys[table])
+                ],
+            )
             for table, items in saved["tables"].items()
             if table in self._tables
         )
