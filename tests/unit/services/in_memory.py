@@ -201,7 +201,7 @@ class InMemoryConversations:
         self.create(conversation)
         return conversation
 
-    def create(self, conversation: Conversation) -> None:
+    def create(self, conversation: Conversation, guard: dict[str, Any] | None = None) -> None:
         place = _thread(conversation)
         if place in self.threads:
             raise Conflict("A conversation with this id already exists.")
