@@ -74,8 +74,9 @@ class ErasureService:
 
     def erase_project(self, user_id: str, project_id: str) -> bool:
         """Delete the project with everything of everyone in it, while the caller is an
-        owner: ``True`` when it is all gone, ``False`` when the worker finishes it. An
-        owner whose project deletion has begun goes on with it."""
+        owner: ``True`` when it is all gone, ``False`` when the worker finishes it. Once
+        an owner began it, any member it has not erased yet (their marker says so) may go
+        on with it: it can only finish what was begun."""
         role = self._projects.role_of(project_id, user_id)
         resuming = role is None and self._projects.project_erasing(project_id)
         if not (resuming and self._projects.erasure_pending(project_id, user_id)):
