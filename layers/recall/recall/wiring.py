@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from recall.domain.prompt import ModelProvider
 from recall.settings import Settings, get_settings
 from recall.store.conversations import ConversationStore
+from recall.store.imports import ImportStore
 from recall.store.jobs import JobQueue
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from recall.services.consolidation import ConsolidationService
     from recall.services.context import ContextService
     from recall.services.conversations import ConversationService
+    from recall.services.data import DataService
     from recall.services.extraction import MemoryExtractor
     from recall.services.jobs import JobRunner
     from recall.services.maintenance import Maintenance
@@ -106,6 +108,11 @@ def memory_store() -> MemoryStore:
 
 
 @lru_cache(maxsize=1)
+def import_store() -> ImportStore:
+    return ImportStore(get_settings())
+
+
+@lru_cache(maxsize=1)
 def memory_upkeep() -> MemoryUpkeep:
     return MemoryUpkeep(get_settings())
 
@@ -135,6 +142,22 @@ def conversation_service() -> ConversationService:
         message_store(),
         session_store(),
         memory_store(),
+    )
+
+
+@lru_cache(maxsize=1)
+def data_service() -> DataService:
+    from recall.services.data import DataService
+
+    return DataService(
+        get_settings(),
+        project_access(),
+        project_store(),
+        conversation_store(),
+        message_store(),
+        memory_store(),
+        import_store(),
+        job_queue(),
     )
 
 
@@ -255,6 +278,7 @@ def job_runner() -> JobRunner:
             settings, conversation_store(), message_store(), session_store(), _summarizer()
         ),
         consolidation_service(),
+        data_service(),
     )
 
 

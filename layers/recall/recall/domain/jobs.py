@@ -14,6 +14,7 @@ class JobKind(StrEnum):
     EXTRACT = "extract"
     SUMMARIZE = "summarize"
     CONSOLIDATE = "consolidate"
+    IMPORT = "import"
 
 
 class _Job(BaseModel):
@@ -43,7 +44,16 @@ class ConsolidateJob(_Job):
     kind: Literal[JobKind.CONSOLIDATE] = JobKind.CONSOLIDATE
 
 
-AnyJob = ExtractJob | SummarizeJob | ConsolidateJob
+class ImportJob(_Job):
+    """Write one chunk of an import, then queue the next: chunks go one at a time, in
+    order, so a thread's messages are in before the chunk that creates the thread."""
+
+    kind: Literal[JobKind.IMPORT] = JobKind.IMPORT
+    import_id: str
+    chunk: int
+
+
+AnyJob = ExtractJob | SummarizeJob | ConsolidateJob | ImportJob
 _JOB: TypeAdapter[AnyJob] = TypeAdapter(Annotated[AnyJob, Field(discriminator="kind")])
 
 

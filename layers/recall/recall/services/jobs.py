@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from recall.domain import clock
-from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, SummarizeJob
+from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, ImportJob, SummarizeJob
 from recall.observability import logger
 from recall.services.consolidation import ConsolidationService
+from recall.services.data import DataService
 from recall.services.extraction import ExtractionService
 from recall.services.summaries import SummaryService
 
@@ -19,10 +20,12 @@ class JobRunner:
         extraction: ExtractionService,
         summaries: SummaryService,
         consolidation: ConsolidationService,
+        data: DataService,
     ) -> None:
         self._extraction = extraction
         self._summaries = summaries
         self._consolidation = consolidation
+        self._data = data
 
     def run(self, job: AnyJob, now: datetime | None = None) -> None:
         at = now or clock.now()
@@ -31,6 +34,8 @@ class JobRunner:
             report = self._extraction.run(job, at)
         elif isinstance(job, SummarizeJob):
             report = self._summaries.run(job, at)
+        elif isinstance(job, ImportJob):
+            report = self._data.run_chunk(job, at)
         else:
             assert isinstance(job, ConsolidateJob)
             report = self._consolidation.run(job, at)
