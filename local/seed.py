@@ -14,12 +14,14 @@ from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
+from recall.domain.imports import ImportProgress, ImportStatus
 from recall.domain.memory import Category, MemoryEntry
 from recall.domain.messages import Message
 from recall.domain.projects import Member, Project
 from recall.errors import Conflict
 from recall.settings import get_settings
 from recall.store.conversations import ConversationStore
+from recall.store.imports import ImportStore
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
 
@@ -60,6 +62,7 @@ class DemoIds(NamedTuple):
     conversation_id: str
     memory_key: str
     member_id: str
+    import_id: str
 
 
 _PATH_PARAMETERS = {
@@ -67,6 +70,7 @@ _PATH_PARAMETERS = {
     "conversation_id": "conversationId",
     "memory_key": "key",
     "member_id": "userId",
+    "import_id": "importId",
 }
 
 
@@ -118,6 +122,7 @@ def seed_demo() -> DemoIds:
     # this module before it sends stdout to stderr to keep its own output pure JSON.
     from recall.store.memories import MemoryStore
 
+    seed_import(DEMO_USER, ids.project_id, ids.import_id)
     memories = MemoryStore(settings)
     now = clock.now()
     persistent, _ = memories.active(DEMO_USER, ids.project_id, None, now)
@@ -125,6 +130,23 @@ def seed_demo() -> DemoIds:
         entry = MemoryEntry(key=ids.memory_key, value=DEMO_MEMORY_VALUE, category=Category.BRAND)
         memories.write(DEMO_USER, ids.project_id, entry, now)
     return ids
+
+
+def seed_import(user_id: str, project_id: str, import_id: str) -> None:
+    """A finished import of ``user_id``'s, for the progress event to read; there already
+    is fine."""
+    at = clock.stamp(clock.now())
+    done = ImportProgress(
+        import_id=import_id,
+        user_id=user_id,
+        project_id=project_id,
+        status=ImportStatus.DONE,
+        chunks_total=0,
+        threads_total=0,
+        created_at=at,
+        updated_at=at,
+    )
+    ImportStore(get_settings()).start(done, [], clock.now())
 
 
 def seed_project(owner_id: str, project_id: str, conversation_id: str) -> None:

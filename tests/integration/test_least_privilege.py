@@ -65,6 +65,12 @@ NOT_REACHED_HERE = {
     ("WorkerFunction", "dynamodb:DeleteItem", f"{_TABLE}MemoriesTable"): (
         "consolidation deletes entries only past its gates (24 h, 3 sessions, 5 entries)"
     ),
+    ("WorkerFunction", "dynamodb:BatchWriteItem", f"{_TABLE}MemoriesTable"): (
+        "an import writes memory history only from an export document (the sample's are threads)"
+    ),
+    ("WorkerFunction", "sqs:SendMessage", f"arn:aws:sqs:{REGION}:{ACCOUNT}:MemoryJobsQueue"): (
+        "an import queues its next chunk only when it has more than one (the sample has one)"
+    ),
     ("MaintenanceFunction", "dynamodb:DeleteItem", f"{_TABLE}SessionsTable"): (
         "prune-sessions deletes a session only once idle for SESSION_IDLE_SECONDS (24 h)"
     ),
