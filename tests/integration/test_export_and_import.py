@@ -384,3 +384,18 @@ def test_an_import_body_may_be_larger_than_other_requests(
     progress = import_done(alice, project, document, drain)
     # Then
     assert progress["status"] == "done" and progress["messagesDone"] == 40
+
+
+def test_an_import_body_over_its_own_limit_is_a_413(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given
+    project = make_project(alice)
+    tight = get_settings().model_copy(update={"import_max_bytes": 1_000})
+    monkeypatch.setattr("recall.api.get_settings", lambda: tight)
+    document = {"format": "threads", "threads": [thread("Big", "z" * 2_000)]}
+    # When
+    reply = alice.post(f"/projects/{project}/import", document)
+    # Then
+    assert reply.status == 413, reply
+    assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []

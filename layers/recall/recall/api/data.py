@@ -20,4 +20,4 @@ class ImportProgressView(View):
 
     @classmethod
     def of(cls, progress: ImportProgress) -> ImportProgressView:
-        return cls(id=progress.import_id, **progress.model_dump(exclude={"import_id"}))
+        return cls(id=progress.import_id, **progress.model_dump(exclude={"import_id", "counted"}))

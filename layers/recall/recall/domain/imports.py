@@ -207,6 +207,8 @@ class ImportProgress(BaseModel):
     status: ImportStatus = ImportStatus.QUEUED
     chunks_total: int
     chunks_done: int = 0
+    # The numbers of the chunks counted so far: a chunk delivered again is not rerun.
+    counted: frozenset[int] = frozenset()
     threads_total: int
     threads_done: int = 0
     messages_done: int = 0

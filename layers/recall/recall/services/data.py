@@ -71,7 +71,7 @@ class DataService:
         limit = self._settings.export_max_bytes
         used = 0
 
-        def count(part: ExportedConversation | ExportedMemory) -> None:
+        def count(part: ExportedMessage | ExportedConversation | ExportedMemory) -> None:
             nonlocal used
             used += len(part.model_dump_json(by_alias=True))
             if used > limit:
@@ -81,12 +81,13 @@ class DataService:
 
         conversations = []
         for conversation in self._conversations.every(user_id, project_id):
-            messages = [
-                ExportedMessage(id=message.message_id, **message.model_dump(exclude={"message_id"}))
-                for message in self._messages.every(
-                    user_id, project_id, conversation.conversation_id
+            messages = []
+            for message in self._messages.every(user_id, project_id, conversation.conversation_id):
+                exported_message = ExportedMessage(
+                    id=message.message_id, **message.model_dump(exclude={"message_id"})
                 )
-            ]
+                count(exported_message)  # message by message: a long thread stops early too
+                messages.append(exported_message)
             exported = ExportedConversation(
                 id=conversation.conversation_id,
                 title=conversation.title,
@@ -95,10 +96,9 @@ class DataService:
                 message_count=conversation.message_count,
                 created_at=conversation.created_at,
                 updated_at=conversation.updated_at,
-                messages=messages,
             )
             count(exported)
-            conversations.append(exported)
+            conversations.append(exported.model_copy(update={"messages": messages}))
         memories = []
         for entry, history in self._memories.every(user_id, project_id):
             if not is_active(entry, at):
@@ -199,7 +199,8 @@ class DataService:
         rather than never."""
         user_id, project_id = job.user_id, job.project_id
         progress = self._imports.progress(user_id, project_id, job.import_id)
-        if progress is None or progress.status in (ImportStatus.DONE, ImportStatus.FAILED):
+        finished = (ImportStatus.DONE, ImportStatus.FAILED)
+        if progress is None or progress.status in finished or job.chunk in progress.counted:
             return progress
         chunk = self._imports.chunk(user_id, project_id, job.import_id, job.chunk)
         if chunk is None:

@@ -72,6 +72,7 @@ class ProgressItem(StoredItem):
             {
                 **self.model_dump(include=set(ImportProgress.model_fields)),
                 "chunks_done": len(self.done_chunks),
+                "counted": frozenset(self.done_chunks),
             }
         )
 
@@ -115,7 +116,7 @@ class ImportStore:
                 for chunk in chunks
             ],
         )
-        values = progress.model_dump(exclude={"chunks_done", "errors"})
+        values = progress.model_dump(exclude={"chunks_done", "counted", "errors"})
         item = to_item(
             {**values, "owner": owner, "sk": progress_sk(progress.import_id), "ttl": ttl}
         )
