@@ -13,6 +13,7 @@ from local import background, embedded
 from recall.domain import clock
 from recall.domain.jobs import ImportJob
 from recall.settings import get_settings
+from recall.store.imports import import_key, progress_sk
 from recall.wiring import data_service, job_runner
 from tests.integration.conftest import Api
 
@@ -399,3 +400,69 @@ def test_an_import_body_over_its_own_limit_is_a_413(
     # Then
     assert reply.status == 413, reply
     assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
+
+
+def test_a_chunk_that_fails_half_way_is_delivered_again_and_creates_nothing_twice(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], monkeypatch: Any
+) -> None:
+    # Given: the first time a chunk is counted, the worker crashes instead
+    project = make_project(alice)
+    store = data_service()._imports
+    count = store.chunk_done
+    crashes = [RuntimeError("the worker stopped")]
+
+    def crash_once(*args: Any, **kwargs: Any) -> Any:
+        if crashes:
+            raise crashes.pop()
+        return count(*args, **kwargs)
+
+    monkeypatch.setattr(store, "chunk_done", crash_once)
+    document = {"format": "threads", "threads": [thread("One", "a", "b"), thread("Two", "c")]}
+    # When
+    progress = import_done(alice, project, document, drain)
+    # Then
+    listed = alice.get(f"/projects/{project}/conversations").body["conversations"]
+    assert not crashes
+    assert sorted(row["title"] for row in listed) == ["One", "Two"]
+    assert (progress["status"], progress["threadsDone"], progress["messagesDone"]) == ("done", 2, 3)
+
+
+def test_the_same_document_after_its_progress_expired_creates_nothing_twice(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given: an import done, its progress and chunks gone (their TTL)
+    project = make_project(alice)
+    document = {"format": "threads", "threads": [thread("One", "a", "b")]}
+    first = import_done(alice, project, document, drain)
+    store = data_service()._imports
+    store.client.delete_item(
+        TableName=get_settings().imports_table,
+        Key=import_key(alice.sub, project, progress_sk(first["id"])),
+    )
+    # When
+    again = import_done(alice, project, document, drain)
+    # Then
+    listed = alice.get(f"/projects/{project}/conversations").body["conversations"]
+    assert again["id"] == first["id"] and again["status"] == "done"
+    assert [row["title"] for row in listed] == ["One"]
+    assert listed[0]["messageCount"] == 2
+
+
+def test_a_chunk_delivered_again_while_the_import_runs_is_counted_once(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], small_settings: Any
+) -> None:
+    # Given: three chunks, the first delivered three times before the second runs
+    project = make_project(alice)
+    small_settings(import_chunk_max_bytes=1_500)
+    threads = [thread(f"T{n}", *[f"message {n}.{m}" for m in range(6)]) for n in range(3)]
+    started = alice.post(f"/projects/{project}/import", {"format": "threads", "threads": threads})
+    first = ImportJob(user_id=alice.sub, project_id=project, import_id=started.body["id"], chunk=0)
+    # When
+    job_runner().run(first)
+    job_runner().run(first)
+    drain()
+    progress = alice.get(started.headers["Location"]).body
+    # Then
+    assert progress["status"] == "done"
+    assert (progress["threadsDone"], progress["messagesDone"]) == (3, 18)
+    assert len(alice.get(f"/projects/{project}/conversations").body["conversations"]) == 3
