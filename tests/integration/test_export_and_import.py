@@ -13,7 +13,7 @@ from local import background, embedded
 from recall.domain import clock
 from recall.domain.jobs import ImportJob
 from recall.settings import get_settings
-from recall.store.imports import import_key, progress_sk
+from recall.store.imports import chunk_sk, import_key, progress_sk
 from recall.wiring import data_service, job_runner
 from tests.integration.conftest import Api
 
@@ -466,3 +466,24 @@ def test_a_chunk_delivered_again_while_the_import_runs_is_counted_once(
     assert progress["status"] == "done"
     assert (progress["threadsDone"], progress["messagesDone"]) == (3, 18)
     assert len(alice.get(f"/projects/{project}/conversations").body["conversations"]) == 3
+
+
+def test_an_import_whose_chunk_is_gone_fails_and_says_why(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given: the chunk dropped (as its TTL would) before the worker reads it
+    project = make_project(alice)
+    started = alice.post(
+        f"/projects/{project}/import", {"format": "threads", "threads": [thread("A", "a")]}
+    )
+    data_service()._imports.client.delete_item(
+        TableName=get_settings().imports_table,
+        Key=import_key(alice.sub, project, chunk_sk(started.body["id"], 0)),
+    )
+    # When
+    drain()
+    progress = alice.get(started.headers["Location"]).body
+    # Then
+    assert progress["status"] == "failed", progress
+    assert progress["errors"] == ["Chunk 0 is gone (kept only so long)."]
+    assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []

@@ -65,12 +65,6 @@ NOT_REACHED_HERE = {
     ("WorkerFunction", "dynamodb:DeleteItem", f"{_TABLE}MemoriesTable"): (
         "consolidation deletes entries only past its gates (24 h, 3 sessions, 5 entries)"
     ),
-    ("WorkerFunction", "dynamodb:BatchWriteItem", f"{_TABLE}MemoriesTable"): (
-        "an import writes memory history only from an export document (the sample's are threads)"
-    ),
-    ("WorkerFunction", "sqs:SendMessage", f"arn:aws:sqs:{REGION}:{ACCOUNT}:MemoryJobsQueue"): (
-        "an import queues its next chunk only when it has more than one (the sample has one)"
-    ),
     ("MaintenanceFunction", "dynamodb:DeleteItem", f"{_TABLE}SessionsTable"): (
         "prune-sessions deletes a session only once idle for SESSION_IDLE_SECONDS (24 h)"
     ),
@@ -332,9 +326,9 @@ def run_everything(
     """Every sample event; then turns that save and forget memory (one idempotent, one on
     ``latest``, one after its session was pruned, one that meets its entries changed
     meanwhile, one through Bedrock), thread memory and
-    an entry that expires; then the schedules, the worker on every job all that queued
-    (extraction, the summary of a thread longer than the window, consolidation), and the
-    thread's deletion."""
+    an entry that expires; an export imported back in two chunks; then the schedules, the
+    worker on every job all that queued (extraction, the summary of a thread longer than
+    the window, consolidation, import chunks), and the thread's deletion."""
     for event_file in EVENT_FILES:
         seed_demo()
         runtime.invoke(function_of(event_file), load(event_file))
@@ -356,6 +350,23 @@ def run_everything(
     call("PUT", f"{memories}/thread_note", {**note, "conversationId": thread})
     soon = clock.stamp(clock.now() + timedelta(seconds=1))
     call("PUT", f"{memories}/promo", {"value": "10% off", "category": "context", "expiresAt": soon})
+    # The project's own export imported back, new each run and over two chunks, with the
+    # memory history the sample's plain threads lack.
+    document = call("GET", f"/projects/{project}/export")
+    long = "y" * 10_000
+    at = clock.stamp(clock.now() - timedelta(days=1))
+    document["conversations"].append(
+        {
+            "id": "long",
+            "title": f"Long {time.time_ns()}",
+            "createdAt": at,
+            "updatedAt": at,
+            "messages": [
+                {"id": str(n), "role": "user", "content": long, "createdAt": at} for n in range(40)
+            ],
+        }
+    )
+    call("POST", f"/projects/{project}/import", document)
     time.sleep(1.5)
     for event_file in EVENT_FILES:
         if event_file.name.startswith("maintenance-"):
