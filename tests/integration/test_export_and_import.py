@@ -12,9 +12,10 @@ import pytest
 from local import background, embedded
 from recall.domain import clock
 from recall.domain.jobs import ImportJob
+from recall.domain.prompt import ModelError, ModelReply, ModelRequest
 from recall.settings import get_settings
 from recall.store.imports import chunk_sk, import_key, progress_sk
-from recall.wiring import data_service, job_runner
+from recall.wiring import data_service, job_runner, model_choice
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -43,6 +44,13 @@ def small_settings() -> Iterator[Callable[..., None]]:
 
     yield use
     service._settings = original
+
+
+class Failing:
+    """A model that fails every turn, as Bedrock's 5xx does."""
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        raise ModelError("Bedrock failed (InternalServerException)")
 
 
 def say(api: Api, project: str, message: str, conversation: str | None = None) -> Any:
@@ -122,6 +130,14 @@ def test_a_project_exported_imported_and_exported_again_is_the_same_document(
     first = say(alice, source, "Always keep the header dark")
     chat = first["conversation"]["id"]
     say(alice, source, "Never use rounded buttons", chat)
+    model_choice().use(Failing())
+    try:
+        failed = alice.post(
+            f"/projects/{source}/chat", {"message": "Still there?", "conversationId": chat}
+        )
+    finally:
+        model_choice().use(None)
+    assert failed.status == 502, failed
     other = say(alice, source, "Draft the spring newsletter")["conversation"]["id"]
     assert (
         alice.patch(f"/projects/{source}/conversations/{other}", {"archived": True}).status == 200
@@ -132,7 +148,14 @@ def test_a_project_exported_imported_and_exported_again_is_the_same_document(
     alice.put(f"/projects/{source}/memories/season", {**thread_entry, "conversationId": chat})
     exported = alice.get(f"/projects/{source}/export")
     assert exported.status == 200, exported
-    assert any(m["toolCalls"] for t in exported.body["conversations"] for m in t["messages"])
+    messages = [m for t in exported.body["conversations"] for m in t["messages"]]
+    assert any(m["toolCalls"] for m in messages) and any(m["toolResults"] for m in messages)
+    assert any(m["status"] == "error" and m["error"] for m in messages)
+    tone = next(m for m in exported.body["memories"] if m["key"] == "tone")
+    assert [(r["action"], r["newValue"]) for r in tone["history"]] == [
+        ("created", "warm"),
+        ("updated", "warm, brief"),
+    ]
     # When
     target = make_project(alice)
     progress = import_done(alice, target, exported.body, drain)
