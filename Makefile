@@ -15,7 +15,7 @@ JOB ?= drain
 
 .DEFAULT_GOAL := help
 .PHONY: help install dev dev-reset job test unit lint format typecheck template-lint pytest invoke openapi \
-	bench eval check-wheels install-deploy check-deploy install-scan scan lock clean
+	bench bench-import eval check-wheels install-deploy check-deploy install-scan scan lock clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -71,6 +71,9 @@ bench: install ## Per turn by thread length: requests, round trips, units, cost,
 	$(PY) -m bench.turns
 	$(PY) -m bench.prompt_cache
 	$(PY) -m bench.erase
+
+bench-import: install ## Import 1,000 threads of 50 messages through the queue: time, progress, peak memory
+	$(PY) -m bench.imports
 
 eval: install ## Precision and recall of the offline preference classifier on its labelled set
 	$(PY) -m bench.eval_preferences

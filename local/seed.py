@@ -14,12 +14,14 @@ from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
+from recall.domain.imports import ImportProgress, ImportStatus
 from recall.domain.memory import Category, MemoryEntry
 from recall.domain.messages import Message
 from recall.domain.projects import Member, Project
 from recall.errors import Conflict
 from recall.settings import get_settings
 from recall.store.conversations import ConversationStore
+from recall.store.imports import ImportStore
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
 
@@ -61,6 +63,7 @@ class DemoIds(NamedTuple):
     conversation_id: str
     memory_key: str
     member_id: str
+    import_id: str
 
 
 _PATH_PARAMETERS = {
@@ -68,6 +71,7 @@ _PATH_PARAMETERS = {
     "conversation_id": "conversationId",
     "memory_key": "key",
     "member_id": "userId",
+    "import_id": "importId",
 }
 
 
@@ -108,6 +112,7 @@ def seed_demo() -> DemoIds:
     # this module before it sends stdout to stderr to keep its own output pure JSON.
     from recall.store.memories import MemoryStore
 
+    seed_import(DEMO_USER, ids.project_id, ids.import_id)
     memories = MemoryStore(settings)
     now = clock.now()
     persistent, _ = memories.active(DEMO_USER, ids.project_id, None, now)
@@ -136,6 +141,23 @@ def _seed_member(
             caller_id=by,
             caller_roles=frozenset({Role.OWNER}),
         )
+
+
+def seed_import(user_id: str, project_id: str, import_id: str) -> None:
+    """A finished import of ``user_id``'s, for the progress event to read; there already
+    is fine."""
+    at = clock.stamp(clock.now())
+    done = ImportProgress(
+        import_id=import_id,
+        user_id=user_id,
+        project_id=project_id,
+        status=ImportStatus.DONE,
+        chunks_total=0,
+        threads_total=0,
+        created_at=at,
+        updated_at=at,
+    )
+    ImportStore(get_settings()).start(done, [], clock.now())
 
 
 def seed_project(owner_id: str, project_id: str, conversation_id: str) -> None:

@@ -1,5 +1,5 @@
 """``make dev`` keeps its data: stop the server (or kill it), start it again over the same
-folder, and every project, thread, message and memory entry is there; an empty folder (what
+folder, and every project, thread, message, memory entry and import is there; an empty folder (what
 ``make dev-reset`` leaves) starts empty."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from local.snapshot import SNAPSHOT_FILE
+from tests.conftest import wait_for
 from tests.e2e.conftest import Caller, DevServer, dev_process
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +32,23 @@ def write_everything(user: Caller) -> dict[str, str]:
         {"value": "Keep the header dark", "category": "brand"},
     )
     assert memory.status == 201, memory
-    return {"project": project_id, "thread": turn.body["conversation"]["id"]}
+    at = "2025-03-01T09:00:00Z"
+    started = user.post(
+        f"/projects/{project_id}/import",
+        {
+            "format": "threads",
+            "threads": [{"messages": [{"role": "user", "content": "Hi", "createdAt": at}]}],
+        },
+    )
+    assert started.status == 202, started
+    wait_for(
+        lambda: user.get(started.headers["Location"]).body["status"] == "done", 10, "the import"
+    )
+    return {
+        "project": project_id,
+        "thread": turn.body["conversation"]["id"],
+        "import": started.headers["Location"],
+    }
 
 
 def read_everything(user: Caller, ids: dict[str, str]) -> dict[str, object]:
@@ -39,8 +56,10 @@ def read_everything(user: Caller, ids: dict[str, str]) -> dict[str, object]:
     thread = user.get(f"/projects/{ids['project']}/conversations/{ids['thread']}")
     memory = user.get(f"/projects/{ids['project']}/memories")
     history = user.get(f"/projects/{ids['project']}/memories/header_dark/history")
+    imported = user.get(ids["import"])
     return {
-        "statuses": [project.status, thread.status, memory.status, history.status],
+        "statuses": [project.status, thread.status, memory.status, history.status, imported.status],
+        "import": imported.body,
         "project": project.body,
         "messages": thread.body.get("messages") if thread.body else None,
         "conversation": thread.body.get("conversation") if thread.body else None,
@@ -59,7 +78,7 @@ def test_a_stopped_server_starts_again_with_everything_it_held(tmp_path: Path) -
     with dev_process(QUICK, tmp_path) as first:
         ids = write_everything(caller(first, sub))
         before = read_everything(caller(first, sub), ids)
-    assert before["statuses"] == [200, 200, 200, 200]
+    assert before["statuses"] == [200, 200, 200, 200, 200]
     saved = json.loads((tmp_path / SNAPSHOT_FILE).read_text(encoding="utf-8"))
     assert saved["format"] == 1
     assert all(saved["tables"][name] for name in saved["tables"] if "Idempotency" not in name)

@@ -60,6 +60,9 @@ EXPECTED_STATUS = {
     "conversations-get.json": 200,
     "conversations-list.json": 200,
     "conversations-update.json": 200,
+    "data-export.json": 200,
+    "data-import-progress.json": 200,
+    "data-import.json": 202,
     "memories-delete.json": 204,
     "memories-history.json": 200,
     "memories-list.json": 200,
@@ -117,6 +120,19 @@ EXPECTED_FACT: dict[str, Callable[[Any], bool]] = {
     "conversations-update.json": lambda body: (
         (body["id"], body["title"])
         == (demo_ids().conversation_id, sent("conversations-update.json")["title"])
+    ),
+    "data-export.json": lambda body: (
+        (body["format"], body["userId"]) == ("recall.export", DEMO_USER)
+        and demo_ids().conversation_id in [thread["id"] for thread in body["conversations"]]
+        and demo_ids().memory_key in [entry["key"] for entry in body["memories"]]
+        and body["project"]["name"] == "Corner Shop"
+    ),
+    "data-import-progress.json": lambda body: (
+        (body["id"], body["status"]) == (demo_ids().import_id, "done")
+    ),
+    "data-import.json": lambda body: (
+        body["threadsTotal"] == len(sent("data-import.json")["threads"])
+        and body["status"] in {"queued", "running", "done"}
     ),
     "memories-delete.json": lambda _: (
         demo_ids().memory_key

@@ -330,10 +330,10 @@ def run_everything(
     """Every sample event; then turns that save and forget memory (one idempotent, one on
     ``latest``, one after its session was pruned, one that meets its entries changed
     meanwhile, one through Bedrock), thread memory and
-    an entry that expires; then the schedules, the worker on every job all that queued
-    (extraction, the summary of a thread longer than the window, consolidation), the
-    thread's deletion, the caller's erasure of their data, and the project's deletion,
-    most of it by the worker."""
+    an entry that expires; an export imported back in two chunks; then the schedules, the
+    worker on every job all that queued (extraction, the summary of a thread longer than
+    the window, consolidation, import chunks), the thread's deletion, the caller's erasure
+    of their data, and the project's deletion, most of it by the worker."""
     for event_file in EVENT_FILES:
         seed_demo()
         runtime.invoke(function_of(event_file), load(event_file))
@@ -355,6 +355,23 @@ def run_everything(
     call("PUT", f"{memories}/thread_note", {**note, "conversationId": thread})
     soon = clock.stamp(clock.now() + timedelta(seconds=1))
     call("PUT", f"{memories}/promo", {"value": "10% off", "category": "context", "expiresAt": soon})
+    # The project's own export imported back, new each run and over two chunks, with the
+    # memory history the sample's plain threads lack.
+    document = call("GET", f"/projects/{project}/export")
+    long = "y" * 10_000
+    at = clock.stamp(clock.now() - timedelta(days=1))
+    document["conversations"].append(
+        {
+            "id": "long",
+            "title": f"Long {time.time_ns()}",
+            "createdAt": at,
+            "updatedAt": at,
+            "messages": [
+                {"id": str(n), "role": "user", "content": long, "createdAt": at} for n in range(40)
+            ],
+        }
+    )
+    call("POST", f"/projects/{project}/import", document)
     time.sleep(1.5)
     for event_file in EVENT_FILES:
         if event_file.name.startswith("maintenance-"):

@@ -22,6 +22,7 @@ class Settings(BaseSettings):
     sessions_table: str = "recall-sessions"
     memories_table: str = "recall-memories"
     idempotency_table: str = "recall-idempotency"
+    imports_table: str = "recall-imports"
 
     # Projects
     project_name_max_chars: int = 120
@@ -150,6 +151,19 @@ class Settings(BaseSettings):
     # The Retry-After of a 429, a 503 and a 409 for a keyed turn still running: long enough
     # for botocore's jittered retries to have spread out, short for a person waiting.
     retry_after_seconds: int = 2
+
+    # Export and import. An export is one JSON response, and Lambda answers at most 6 MB
+    # (6,291,456 bytes) to API Gateway: above EXPORT_MAX_BYTES it is refused with a 413
+    # rather than cut. An import document is the request body, under the same 6 MB
+    # (API Gateway's own limit is 10 MB); it is checked whole, then written by the worker
+    # in chunks of at most IMPORT_CHUNK_MAX_BYTES (each one DynamoDB item, under 400 KB).
+    export_max_bytes: int = 5_500_000
+    import_max_bytes: int = 5_500_000
+    import_threads_max: int = 1_000
+    import_messages_per_thread_max: int = 1_000
+    import_chunk_max_bytes: int = 300_000
+    # An import's progress and chunks are kept this long, then DynamoDB's TTL drops them.
+    import_ttl_days: int = 7
 
     # Idempotency
     idempotency_ttl_seconds: int = 3600

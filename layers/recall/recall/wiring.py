@@ -11,6 +11,7 @@ from recall.domain.prompt import ModelProvider
 from recall.settings import Settings, get_settings
 from recall.store.conversations import ConversationStore
 from recall.store.idempotency import IdempotencyRecords
+from recall.store.imports import ImportStore
 from recall.store.jobs import JobQueue
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from recall.services.context import ContextService
     from recall.services.conversations import ConversationService
     from recall.services.erasure import ErasureService
+    from recall.services.data import DataService
     from recall.services.extraction import MemoryExtractor
     from recall.services.jobs import JobRunner
     from recall.services.maintenance import Maintenance
@@ -108,6 +110,11 @@ def memory_store() -> MemoryStore:
 
 
 @lru_cache(maxsize=1)
+def import_store() -> ImportStore:
+    return ImportStore(get_settings())
+
+
+@lru_cache(maxsize=1)
 def memory_upkeep() -> MemoryUpkeep:
     return MemoryUpkeep(get_settings())
 
@@ -152,6 +159,22 @@ def erasure_service() -> ErasureService:
         session_store(),
         memory_store(),
         IdempotencyRecords(get_settings()),
+        job_queue(),
+    )
+
+
+@lru_cache(maxsize=1)
+def data_service() -> DataService:
+    from recall.services.data import DataService
+
+    return DataService(
+        get_settings(),
+        project_access(),
+        project_store(),
+        conversation_store(),
+        message_store(),
+        memory_store(),
+        import_store(),
         job_queue(),
     )
 
@@ -275,6 +298,7 @@ def job_runner() -> JobRunner:
         ),
         consolidation_service(),
         erasure_service(),
+        data_service(),
     )
 
 

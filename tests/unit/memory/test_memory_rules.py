@@ -40,7 +40,7 @@ def test_categories_are_exactly_the_five_in_block_order_and_match_the_tools() ->
     ]
     assert tuple(Category) == MEMORY_CATEGORIES
     assert tuple(Scope) == MEMORY_SCOPES
-    assert {s.value for s in Source} == {"explicit", "extracted", "consolidated"}
+    assert {s.value for s in Source} == {"explicit", "extracted", "consolidated", "imported"}
 
 
 def test_an_unknown_category_is_invalid_and_the_message_lists_the_allowed_values() -> None:

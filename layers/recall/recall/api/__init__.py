@@ -54,6 +54,9 @@ STATUS: dict[type[DomainError], int] = {
     Unavailable: 503,
 }
 
+# Routes that take a larger body than REQUEST_BODY_MAX_BYTES, and the setting that bounds it.
+BODY_LIMITS = {"POST /projects/{projectId}/import": "import_max_bytes"}
+
 # Statuses that say "the same request may succeed later", so they carry Retry-After.
 RETRY_LATER = {429, 503}
 
@@ -183,7 +186,9 @@ class JsonResolver(APIGatewayHttpResolver):
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         body = event.get("body") or ""
-        limit = get_settings().request_body_max_bytes
+        settings = get_settings()
+        larger = BODY_LIMITS.get(str(event.get("routeKey", "")))
+        limit = getattr(settings, larger) if larger else settings.request_body_max_bytes
         size = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(body.encode())
         if size > limit:
             return _raw_error(413, TooLarge.code, f"The request body is over {limit} bytes.")

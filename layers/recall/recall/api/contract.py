@@ -77,7 +77,7 @@ WHY: dict[int, str] = {
 SUCCESS: dict[int, str] = {
     200: "OK",
     201: "Created",
-    202: "Accepted: the rest is done in the background.",
+    202: "Accepted: the work goes on in the background; the body says how far it is.",
     204: "Done; no body.",
 }
 
@@ -98,6 +98,7 @@ _CREATED = (201,)
 _UPSERTED = (200, 201)
 _DONE = (204,)
 _ERASED = (202, 204)
+_ACCEPTED = (202,)
 _CONVERSATION = "/projects/{projectId}/conversations/{conversationId}"
 _MEMORY = "/projects/{projectId}/memories/{key}"
 
@@ -125,6 +126,10 @@ ROUTES: dict[str, Contract] = {
     f"PUT {_MEMORY}": Contract(_UPSERTED, (403, 404, 409, 422)),
     f"DELETE {_MEMORY}": Contract(_DONE, (403, 404, 409, 422)),
     f"GET {_MEMORY}/history": Contract(_OK, (403, 404, 422)),
+    # An export over EXPORT_MAX_BYTES is a 413 too: more than one response can carry.
+    "GET /projects/{projectId}/export": Contract(_OK, (403,)),
+    "POST /projects/{projectId}/import": Contract(_ACCEPTED, (403, 422)),
+    "GET /projects/{projectId}/import/{importId}": Contract(_OK, (403, 404)),
 }
 
 

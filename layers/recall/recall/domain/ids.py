@@ -12,7 +12,8 @@ _last_ms = 0
 _last_random = 0
 
 
-def _encode(value: int, length: int) -> str:
+def encode(value: int, length: int) -> str:
+    """``value`` in ``length`` characters of the ULID alphabet (Crockford's base 32)."""
     chars = []
     for _ in range(length):
         value, index = divmod(value, 32)
@@ -31,7 +32,7 @@ def new_id() -> str:
         else:
             _last_random = int.from_bytes(os.urandom(10), "big") >> 1
         _last_ms = now_ms
-        return _encode(now_ms, 10) + _encode(_last_random, 16)
+        return encode(now_ms, 10) + encode(_last_random, 16)
 
 
 def is_id(value: str) -> bool:

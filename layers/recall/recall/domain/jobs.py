@@ -15,6 +15,7 @@ class JobKind(StrEnum):
     SUMMARIZE = "summarize"
     CONSOLIDATE = "consolidate"
     ERASE = "erase"
+    IMPORT = "import"
 
 
 class _Job(BaseModel):
@@ -52,7 +53,16 @@ class EraseJob(_Job):
     whole_project: bool = False
 
 
-AnyJob = ExtractJob | SummarizeJob | ConsolidateJob | EraseJob
+class ImportJob(_Job):
+    """Write one chunk of an import, then queue the next: chunks go one at a time, in
+    order, so a thread's messages are in before the chunk that creates the thread."""
+
+    kind: Literal[JobKind.IMPORT] = JobKind.IMPORT
+    import_id: str
+    chunk: int
+
+
+AnyJob = ExtractJob | SummarizeJob | ConsolidateJob | EraseJob | ImportJob
 _JOB: TypeAdapter[AnyJob] = TypeAdapter(Annotated[AnyJob, Field(discriminator="kind")])
 
 

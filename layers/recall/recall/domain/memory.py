@@ -47,6 +47,7 @@ class Source(StrEnum):
     EXPLICIT = "explicit"
     EXTRACTED = "extracted"
     CONSOLIDATED = "consolidated"
+    IMPORTED = "imported"
 
 
 class Action(StrEnum):
@@ -57,7 +58,7 @@ class Action(StrEnum):
     KEPT = "kept"
 
 
-BACKGROUND_SOURCES = frozenset({Source.EXTRACTED, Source.CONSOLIDATED})
+BACKGROUND_SOURCES = frozenset({Source.EXTRACTED, Source.CONSOLIDATED, Source.IMPORTED})
 PROJECT_BLOCK = "project_memory"
 THREAD_BLOCK = "thread_memory"
 _KEY = re.compile(KEY_PATTERN)

@@ -7,6 +7,7 @@ page of either list is one query and a thread being deleted drops out of both.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -165,6 +166,19 @@ class ConversationStore:
                 {"recency": values["recency"], "conversationId": values["conversationId"]}
             )
         return rows, next_cursor
+
+    def every(self, user_id: str, project_id: str) -> Iterator[Conversation]:
+        """Every thread of the caller, live and archived, oldest first (by id), a page
+        at a time: what an export reads."""
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#owner = :owner",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":owner": to_value(owner_key(user_id, project_id))},
+            ConsistentRead=True,
+        )
+        for page in pages:
+            yield from (row for row in map(conversation_from, page["Items"]) if row is not None)
 
     def latest(self, user_id: str, project_id: str) -> Conversation | None:
         rows, _ = self.page(user_id, project_id, archived=False, limit=1, cursor=None)

@@ -37,6 +37,7 @@ from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
     batch_delete,
+    batch_write,
     cancellation_codes,
     delete_found,
     dynamodb_client,
@@ -47,6 +48,8 @@ from recall.store.dynamodb import (
 from recall.store.keys import owner_key
 from recall.store.memory_items import (
     HISTORY_PREFIX,
+    PERSISTENT_PREFIX,
+    THREAD_PREFIX,
     EntryItem,
     HistoryItem,
     MetaItem,
@@ -221,6 +224,40 @@ class MemoryStore:
         owner = owner_key(user_id, project_id)
         query = prefix_query(self._table, owner, history_prefix(key, conversation_id))
         return [HistoryItem.model_validate(from_item(item)).record() for item in self._all(query)]
+
+    def every(self, user_id: str, project_id: str) -> list[tuple[MemoryEntry, list[HistoryRecord]]]:
+        """Every stored entry of both scopes (expired ones too: the caller judges) with its
+        history, oldest change first: what an export reads."""
+        owner = owner_key(user_id, project_id)
+        history: dict[str, list[HistoryRecord]] = {}
+        for item in self._all(prefix_query(self._table, owner, HISTORY_PREFIX)):
+            stored = HistoryItem.model_validate(from_item(item))
+            place = stored.sk.removeprefix(HISTORY_PREFIX).rsplit("#", 1)[0]
+            history.setdefault(place, []).append(stored.record())
+        entries = []
+        for prefix in (PERSISTENT_PREFIX, THREAD_PREFIX):
+            for item in filter(is_entry, self._all(prefix_query(self._table, owner, prefix))):
+                stored_entry = EntryItem.model_validate(from_item(item))
+                entries.append((stored_entry.entry(), history.get(stored_entry.sk, [])))
+        return entries
+
+    def add_history(
+        self, user_id: str, project_id: str, records: list[tuple[HistoryRecord, str]]
+    ) -> int:
+        """Save history records as they were (an import's), each under its given ULID: the
+        same records written twice are the same items."""
+        owner = owner_key(user_id, project_id)
+        requests: list[Any] = [
+            {"PutRequest": {"Item": HistoryItem.of(owner, record, record_id).item()}}
+            for record, record_id in records
+        ]
+        return batch_write(
+            self.client,
+            self._table,
+            requests,
+            attempts=self._batch_attempts,
+            base_seconds=self._batch_base_seconds,
+        )
 
     def meta(self, user_id: str, project_id: str) -> MemoryMeta:
         item = self.client.get_item(

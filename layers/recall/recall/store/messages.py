@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict
@@ -156,6 +157,20 @@ class MessageStore:
         )
         found = [message_from(item) for item in result["Items"]]
         return [m for m in found if m.message_id not in (after, before)][:limit]
+
+    def every(self, user_id: str, project_id: str, conversation_id: str) -> Iterator[Message]:
+        """Every message of a thread, oldest first, a page at a time: what an export reads."""
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#thread = :thread",
+            ExpressionAttributeNames={"#thread": "thread"},
+            ExpressionAttributeValues={
+                ":thread": to_value(thread_key(user_id, project_id, conversation_id))
+            },
+            ConsistentRead=True,
+        )
+        for page in pages:
+            yield from map(message_from, page["Items"])
 
     def add(
         self, user_id: str, project_id: str, conversation_id: str, messages: list[Message]

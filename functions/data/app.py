@@ -1,0 +1,49 @@
+"""A user's data in a project, out and in: GET /projects/{projectId}/export,
+POST /projects/{projectId}/import and GET /projects/{projectId}/import/{importId}."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from recall.api import caller_id, new_resolver
+from recall.api.data import ImportProgressView
+from recall.domain.imports import ExportDocument, ImportDocument
+from recall.observability import logger, metrics, tracer
+from recall.wiring import data_service
+
+app = new_resolver()
+
+
+@app.get("/projects/<projectId>/export")
+def export_project(projectId: str) -> ExportDocument:
+    return data_service().export(caller_id(app), projectId)
+
+
+@app.post("/projects/<projectId>/import")
+def start_import(
+    projectId: str, body: Annotated[ImportDocument, Body()]
+) -> Response[ImportProgressView]:
+    progress = data_service().start_import(caller_id(app), projectId, body)
+    return Response(
+        status_code=202,
+        content_type=content_types.APPLICATION_JSON,
+        body=ImportProgressView.of(progress),
+        headers={"Location": f"/projects/{projectId}/import/{progress.import_id}"},
+    )
+
+
+@app.get("/projects/<projectId>/import/<importId>")
+def import_progress(projectId: str, importId: str) -> ImportProgressView:
+    return ImportProgressView.of(data_service().progress(caller_id(app), projectId, importId))
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

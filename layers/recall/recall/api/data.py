@@ -1,0 +1,23 @@
+"""Bodies of the export and import routes. The export's body is the export document itself
+(``recall.domain.imports.ExportDocument``), which an import takes back unchanged."""
+
+from __future__ import annotations
+
+from recall.api.models import View
+from recall.domain.imports import ImportProgress, ImportStatus
+
+
+class ImportProgressView(View):
+    id: str
+    status: ImportStatus
+    threads_total: int
+    threads_done: int
+    messages_done: int
+    memories_done: int
+    errors: list[str]
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, progress: ImportProgress) -> ImportProgressView:
+        return cls(id=progress.import_id, **progress.model_dump(exclude={"import_id", "counted"}))

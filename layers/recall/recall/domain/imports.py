@@ -1,0 +1,596 @@
+"""Export and import (backfill) of what a user holds in a project, as documents.
+
+Two documents come in: Recall's own export (``format: recall.export``, version 1) and a
+plain list of threads from elsewhere (``format: threads``). Both are checked whole before
+anything is written, with errors that name the thread and message index, then cut into
+chunks the worker writes one at a time.
+
+Every id an import creates is derived from the import, itself derived from the caller,
+the project and the document's content, so a document sent twice, or a chunk delivered
+twice, writes the same items again and creates nothing twice. Message ids are ULIDs whose
+time is the message's own ``createdAt`` (never going back within a thread), so imported
+threads keep their order and sort before any later turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+
+from recall.domain.clock import parse, stamp
+from recall.domain.conversations import DEFAULT_TITLE, Conversation
+from recall.domain.ids import encode
+from recall.domain.memory import (
+    Action,
+    Category,
+    HistoryRecord,
+    MemoryEntry,
+    Scope,
+    Source,
+    check_key,
+    check_value,
+)
+from recall.domain.messages import Message, MessageRole, MessageStatus
+from recall.domain.prompt import ToolCall, ToolResult, Usage
+from recall.errors import Invalid
+
+EXPORT_FORMAT: Literal["recall.export"] = "recall.export"
+EXPORT_VERSION: Literal[1] = 1
+
+
+class Wire(BaseModel):
+    """camelCase on the wire, unknown fields refused (a typo is an error, not a loss)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+# The export document (also the import's first format)
+
+
+class ExportedMessage(Wire):
+    id: str = Field(max_length=64)
+    role: MessageRole
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    model: str | None = None
+    status: MessageStatus = "complete"
+    error: str | None = None
+    usage: Usage | None = None
+    created_at: str
+
+
+class ExportedConversation(Wire):
+    id: str = Field(max_length=64)
+    title: str
+    model: str | None = None
+    archived: bool = False
+    message_count: int = 0
+    created_at: str
+    updated_at: str
+    messages: list[ExportedMessage] = Field(default_factory=list)
+
+
+class ExportedHistory(Wire):
+    action: Action
+    old_value: str | None = None
+    new_value: str | None = None
+    category: Category | None = None
+    source: Source | None = None
+    reason: str | None = None
+    at: str
+
+
+class ExportedMemory(Wire):
+    key: str
+    value: str
+    category: Category
+    scope: Scope = Scope.PERSISTENT
+    conversation_id: str | None = None
+    source: Source = Source.EXPLICIT
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    expires_at: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+    history: list[ExportedHistory] = Field(default_factory=list)
+
+
+class ExportedMember(Wire):
+    user_id: str
+    role: str
+
+
+class ExportedProject(Wire):
+    name: str
+    context: dict[str, Any]
+    members: list[ExportedMember]
+
+
+class ExportDocument(Wire):
+    """Everything one user holds in one project; ``project`` only in an owner's export."""
+
+    format: Literal["recall.export"] = EXPORT_FORMAT
+    version: Literal[1] = EXPORT_VERSION
+    exported_at: str
+    project_id: str
+    user_id: str
+    conversations: list[ExportedConversation]
+    memories: list[ExportedMemory]
+    project: ExportedProject | None = None
+
+
+# The plain threads format
+
+
+class PlainMessage(Wire):
+    role: Literal["user", "assistant"]
+    content: str
+    created_at: str
+
+
+class PlainThread(Wire):
+    title: str | None = None
+    messages: list[PlainMessage]
+
+
+class ThreadsDocument(Wire):
+    format: Literal["threads"]
+    threads: list[PlainThread]
+
+
+ImportDocument = Annotated[ExportDocument | ThreadsDocument, Field(discriminator="format")]
+_DOCUMENT: TypeAdapter[ExportDocument | ThreadsDocument] = TypeAdapter(ImportDocument)
+
+
+class ImportLimits(BaseModel):
+    """The bounds an import is held to (values from ``Settings``)."""
+
+    threads_max: int
+    messages_per_thread_max: int
+    message_max_chars: int
+    message_max_bytes: int
+    title_max_chars: int
+    memory_value_max_chars: int
+    chunk_max_bytes: int
+
+
+# What the worker writes
+
+
+class ThreadPart(BaseModel):
+    """Some of one thread's messages; the part that ends the thread carries the thread."""
+
+    index: int
+    conversation_id: str
+    first: int
+    messages: list[Message]
+    conversation: Conversation | None = None
+
+
+class ImportedMemory(BaseModel):
+    entry: MemoryEntry
+    history: list[HistoryRecord]
+
+
+class Chunk(BaseModel):
+    """What one worker job writes: well under DynamoDB's 400 KB item."""
+
+    number: int
+    parts: list[ThreadPart] = Field(default_factory=list)
+    memories: list[ImportedMemory] = Field(default_factory=list)
+
+    def message_count(self) -> int:
+        return sum(len(part.messages) for part in self.parts)
+
+    def thread_count(self) -> int:
+        return sum(1 for part in self.parts if part.conversation is not None)
+
+
+class ImportStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class ImportProgress(BaseModel):
+    import_id: str
+    user_id: str
+    project_id: str
+    status: ImportStatus = ImportStatus.QUEUED
+    chunks_total: int
+    chunks_done: int = 0
+    # The numbers of the chunks counted so far: a chunk delivered again is not rerun.
+    counted: frozenset[int] = frozenset()
+    threads_total: int
+    threads_done: int = 0
+    messages_done: int = 0
+    memories_done: int = 0
+    errors: list[str] = Field(default_factory=list)
+    created_at: str
+    updated_at: str
+
+
+# Parsing and checking
+
+
+def _where(location: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in location)
+
+
+def parse_document(body: Any) -> ExportDocument | ThreadsDocument:
+    """The document, or Invalid naming each offending field by its path
+    (``threads.3.messages.7.createdAt``: thread 3, message 7)."""
+    try:
+        return _DOCUMENT.validate_python(body)
+    except ValidationError as exc:
+        details = [
+            {
+                "field": _where(tuple(error["loc"])),
+                "message": str(error["msg"]),
+                "type": str(error["type"]),
+            }
+            for error in exc.errors()[:20]
+        ]
+        raise Invalid("The import document is not valid.", details) from exc
+
+
+def document_hash(document: ExportDocument | ThreadsDocument) -> str:
+    """The content's hash, whatever the spacing or key order it was sent with."""
+    canonical = json.dumps(document.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _digest(*parts: str) -> int:
+    joined = "\x1f".join(parts).encode("utf-8")
+    return int.from_bytes(hashlib.sha256(joined).digest()[:16], "big")
+
+
+def import_id_of(user_id: str, project_id: str, content_hash: str) -> str:
+    """One id per caller, project and document: sending it again finds the same import."""
+    return encode(_digest("import", user_id, project_id, content_hash), 26)
+
+
+def derived_id(at_ms: int, *seed: str) -> str:
+    """A ULID whose time is ``at_ms`` and whose random part comes from ``seed``."""
+    return encode(max(at_ms, 0), 10) + encode(_digest(*seed) >> 48, 16)
+
+
+def _ms(text: str) -> int:
+    return int(parse(text).timestamp() * 1000)
+
+
+class _Problems:
+    """Collects errors with where they are, up to a bound, then raises them at once."""
+
+    def __init__(self) -> None:
+        self.details: list[dict[str, Any]] = []
+
+    def add(self, field: str, message: str) -> None:
+        if len(self.details) < 20:
+            self.details.append({"field": field, "message": message})
+
+    def raise_any(self) -> None:
+        if self.details:
+            first = self.details[0]
+            raise Invalid(
+                f"The import document is not valid: {first['field']}: {first['message']}.",
+                self.details,
+            )
+
+
+def _stamp_of(text: str, field: str, now: datetime, problems: _Problems) -> str | None:
+    """``text`` as the API's timestamp format: a time zone is required and the future is
+    refused (an imported thread cannot sort after the turns still to come)."""
+    try:
+        moment = parse(text)
+    except ValueError:
+        problems.add(field, "an ISO 8601 date and time")
+        return None
+    if moment.tzinfo is None:
+        problems.add(field, "an ISO 8601 date and time with a time zone")
+        return None
+    if moment > now:
+        problems.add(field, "not in the future")
+        return None
+    return stamp(moment)
+
+
+class _Thread(BaseModel):
+    """A thread as checked: its title, stamps and messages, not yet given ids."""
+
+    source_id: str | None
+    title: str
+    model: str | None
+    archived: bool
+    created_at: str
+    updated_at: str
+    messages: list[Message]
+
+
+def _checked_messages(
+    where: str,
+    messages: Sequence[ExportedMessage | PlainMessage],
+    limits: ImportLimits,
+    now: datetime,
+    problems: _Problems,
+) -> list[Message]:
+    if len(messages) > limits.messages_per_thread_max:
+        problems.add(f"{where}.messages", f"at most {limits.messages_per_thread_max} messages")
+        return []
+    checked: list[Message] = []
+    for number, sent in enumerate(messages):
+        field = f"{where}.messages.{number}"
+        at = _stamp_of(sent.created_at, f"{field}.createdAt", now, problems)
+        if sent.role == "user" and len(sent.content) > limits.message_max_chars:
+            problems.add(f"{field}.content", f"at most {limits.message_max_chars} characters")
+        if at is None:
+            continue
+        values = (
+            sent.model_dump(exclude={"id", "created_at"})
+            if isinstance(sent, ExportedMessage)
+            else {"role": sent.role, "content": sent.content}
+        )
+        message = Message(message_id="", created_at=at, **values)
+        if _size(message) > limits.message_max_bytes:
+            problems.add(field, f"at most {limits.message_max_bytes} bytes as JSON")
+            continue
+        checked.append(message)
+    return checked
+
+
+def _export_threads(
+    document: ExportDocument, limits: ImportLimits, now: datetime, problems: _Problems
+) -> list[_Thread]:
+    threads = []
+    for index, sent in enumerate(document.conversations):
+        where = f"conversations.{index}"
+        created = _stamp_of(sent.created_at, f"{where}.createdAt", now, problems)
+        updated = _stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
+        messages = _checked_messages(where, sent.messages, limits, now, problems)
+        if len(sent.title) > limits.title_max_chars:
+            problems.add(f"{where}.title", f"at most {limits.title_max_chars} characters")
+        if created and updated:
+            threads.append(
+                _Thread(
+                    source_id=sent.id,
+                    title=sent.title or DEFAULT_TITLE,
+                    model=sent.model,
+                    archived=sent.archived,
+                    created_at=created,
+                    updated_at=updated,
+                    messages=messages,
+                )
+            )
+    return threads
+
+
+def _plain_threads(
+    document: ThreadsDocument, limits: ImportLimits, now: datetime, problems: _Problems
+) -> list[_Thread]:
+    threads = []
+    for index, sent in enumerate(document.threads):
+        where = f"threads.{index}"
+        title = (sent.title or "").strip() or DEFAULT_TITLE
+        if len(title) > limits.title_max_chars:
+            problems.add(f"{where}.title", f"at most {limits.title_max_chars} characters")
+        if not sent.messages:
+            problems.add(f"{where}.messages", "at least one message")
+            continue
+        messages = _checked_messages(where, sent.messages, limits, now, problems)
+        if len(messages) == len(sent.messages):
+            threads.append(
+                _Thread(
+                    source_id=None,
+                    title=title,
+                    model=None,
+                    archived=False,
+                    created_at=messages[0].created_at,
+                    updated_at=max(message.created_at for message in messages),
+                    messages=messages,
+                )
+            )
+    return threads
+
+
+def _checked_memories(
+    document: ExportDocument,
+    thread_ids: dict[str, str],
+    limits: ImportLimits,
+    now: datetime,
+    problems: _Problems,
+) -> list[ImportedMemory]:
+    """The document's entries still active, as ``imported`` entries under the new thread
+    ids, each with its history as it was."""
+    memories = []
+    for index, sent in enumerate(document.memories):
+        where = f"memories.{index}"
+        conversation_id = None
+        if sent.scope == Scope.THREAD:
+            conversation_id = thread_ids.get(sent.conversation_id or "")
+            if conversation_id is None:
+                problems.add(f"{where}.conversationId", "a conversation of this document")
+                continue
+        try:
+            key = check_key(sent.key)
+            value = check_value(sent.value, limits.memory_value_max_chars)
+        except Invalid as exc:
+            problems.add(f"{where}", exc.message)
+            continue
+        expires = None
+        if sent.expires_at is not None:
+            try:
+                expires = stamp(parse(sent.expires_at))
+            except ValueError:
+                problems.add(f"{where}.expiresAt", "an ISO 8601 date and time")
+                continue
+            if parse(expires) <= now:
+                continue  # gone for every reader already: nothing to bring back
+        entry = MemoryEntry(
+            key=key,
+            value=value,
+            category=sent.category,
+            scope=sent.scope,
+            conversation_id=conversation_id,
+            source=Source.IMPORTED,
+            confidence=sent.confidence,
+            expires_at=expires,
+        )
+        history = [
+            HistoryRecord(
+                key=key,
+                scope=sent.scope,
+                conversation_id=conversation_id,
+                **record.model_dump(),
+            )
+            for record in sent.history
+        ]
+        memories.append(ImportedMemory(entry=entry, history=history))
+    return memories
+
+
+def _with_ids(
+    import_id: str, index: int, thread: _Thread, user_id: str, project_id: str
+) -> tuple[Conversation, list[Message]]:
+    """The thread and its messages under ids derived from the import and their place."""
+    conversation_id = derived_id(_ms(thread.created_at), import_id, str(index))
+    messages = []
+    at_ms = 0
+    for number, message in enumerate(thread.messages):
+        at_ms = max(at_ms, _ms(message.created_at))
+        message_id = encode(at_ms, 10) + encode(
+            (_digest(import_id, str(index)) >> 108 << 60) | number, 16
+        )
+        messages.append(message.model_copy(update={"message_id": message_id}))
+    conversation = Conversation(
+        user_id=user_id,
+        project_id=project_id,
+        conversation_id=conversation_id,
+        title=thread.title,
+        model=thread.model or next((m.model for m in reversed(messages) if m.model), None),
+        archived=thread.archived,
+        message_count=len(messages),
+        turn_count=sum(1 for message in messages if message.role == "user"),
+        created_at=thread.created_at,
+        updated_at=thread.updated_at,
+    )
+    return conversation, messages
+
+
+class ImportPlan(BaseModel):
+    """A checked document cut into chunks, with the numbers its progress counts to."""
+
+    import_id: str
+    chunks: list[Chunk]
+    threads_total: int
+
+
+def _size(value: BaseModel) -> int:
+    return len(value.model_dump_json())
+
+
+def plan_import(
+    user_id: str,
+    project_id: str,
+    document: ExportDocument | ThreadsDocument,
+    limits: ImportLimits,
+    now: datetime,
+) -> ImportPlan:
+    """Check the whole document (Invalid names every offending thread and message, up to
+    20), then cut it into chunks of at most ``chunk_max_bytes`` each."""
+    problems = _Problems()
+    count = (
+        len(document.conversations)
+        if isinstance(document, ExportDocument)
+        else len(document.threads)
+    )
+    if count > limits.threads_max:
+        field = "conversations" if isinstance(document, ExportDocument) else "threads"
+        problems.add(field, f"at most {limits.threads_max} threads")
+        problems.raise_any()
+    threads = (
+        _export_threads(document, limits, now, problems)
+        if isinstance(document, ExportDocument)
+        else _plain_threads(document, limits, now, problems)
+    )
+    import_id = import_id_of(user_id, project_id, document_hash(document))
+    built = [
+        _with_ids(import_id, index, thread, user_id, project_id)
+        for index, thread in enumerate(threads)
+    ]
+    thread_ids = {
+        thread.source_id: conversation.conversation_id
+        for thread, (conversation, _) in zip(threads, built, strict=True)
+        if thread.source_id
+    }
+    memories = (
+        _checked_memories(document, thread_ids, limits, now, problems)
+        if isinstance(document, ExportDocument)
+        else []
+    )
+    problems.raise_any()
+    return ImportPlan(
+        import_id=import_id,
+        chunks=_cut(built, memories, limits.chunk_max_bytes),
+        threads_total=len(built),
+    )
+
+
+def _cut(
+    built: list[tuple[Conversation, list[Message]]],
+    memories: list[ImportedMemory],
+    max_bytes: int,
+) -> list[Chunk]:
+    """Chunks in document order: a thread's messages may span chunks, and the chunk with
+    its last message creates the thread; memory entries come last, after their threads."""
+    chunks: list[Chunk] = []
+    current = Chunk(number=0)
+    used = 0
+
+    def close() -> None:
+        nonlocal current, used
+        if current.parts or current.memories:
+            chunks.append(current)
+            current = Chunk(number=len(chunks))
+            used = 0
+
+    for index, (conversation, messages) in enumerate(built):
+        first = 0
+        thread_id = conversation.conversation_id
+        part = ThreadPart(index=index, conversation_id=thread_id, first=0, messages=[])
+        for message in messages:
+            size = _size(message)
+            if used + size > max_bytes and (part.messages or current.parts):
+                if part.messages:
+                    current.parts.append(part)
+                close()
+                first += len(part.messages)
+                part = ThreadPart(index=index, conversation_id=thread_id, first=first, messages=[])
+            part.messages.append(message)
+            used += size
+        part.conversation = conversation
+        used += _size(conversation)
+        current.parts.append(part)
+    for memory in memories:
+        size = _size(memory)
+        if used + size > max_bytes:
+            close()
+        current.memories.append(memory)
+        used += size
+    close()
+    return chunks
+
+
+def history_record_id(import_id: str, memory: ImportedMemory, number: int) -> str:
+    """A history record's ULID at its own time, the same however often it is written."""
+    record = memory.history[number]
+    return derived_id(
+        _ms(record.at), import_id, memory.entry.key, memory.entry.conversation_id or "", str(number)
+    )

@@ -1,0 +1,244 @@
+"""The Imports table: each import's progress and the chunks the worker writes, under
+``owner = <userId>#<projectId>``: ``I#<importId>`` is the progress item and
+``I#<importId>#C#<number>`` each chunk (a JSON body well under the 400 KB item limit).
+Both carry a ``ttl`` (IMPORT_TTL_DAYS), so finished imports leave nothing behind.
+
+A chunk is counted once, by number, in the progress item's ``doneChunks`` set: a chunk
+delivered twice writes its (deterministic) items again but moves no counter twice."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+from pydantic import Field
+
+from recall.domain import clock
+from recall.domain.imports import Chunk, ImportProgress, ImportStatus
+from recall.errors import Conflict
+from recall.settings import Settings
+from recall.store.dynamodb import (
+    Item,
+    StoredItem,
+    batch_write,
+    dynamodb_client,
+    from_item,
+    to_item,
+    to_value,
+    translate,
+)
+from recall.store.keys import owner_key
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+# Errors kept on the progress item: enough to act on, never enough to fill the item.
+ERRORS_KEPT = 50
+
+
+def progress_sk(import_id: str) -> str:
+    return f"I#{import_id}"
+
+
+def chunk_sk(import_id: str, number: int) -> str:
+    return f"{progress_sk(import_id)}#C#{number:06d}"
+
+
+def import_key(user_id: str, project_id: str, sk: str) -> Item:
+    return to_item({"owner": owner_key(user_id, project_id), "sk": sk})
+
+
+class ProgressItem(StoredItem):
+    owner: str
+    sk: str
+    import_id: str
+    user_id: str
+    project_id: str
+    status: ImportStatus
+    chunks_total: int
+    done_chunks: set[int] = Field(default_factory=set)
+    threads_total: int
+    threads_done: int = 0
+    messages_done: int = 0
+    memories_done: int = 0
+    errors: list[str] = Field(default_factory=list)
+    created_at: str
+    updated_at: str
+    ttl: int
+
+    def progress(self) -> ImportProgress:
+        return ImportProgress.model_validate(
+            {
+                **self.model_dump(include=set(ImportProgress.model_fields)),
+                "chunks_done": len(self.done_chunks),
+                "counted": frozenset(self.done_chunks),
+            }
+        )
+
+
+class ImportStore:
+    def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
+        self._table = settings.imports_table
+        self._client = client
+        self._keep = timedelta(days=settings.import_ttl_days)
+
+    @property
+    def client(self) -> DynamoDBClient:
+        return self._client or dynamodb_client()
+
+    def _ttl(self, now: datetime) -> int:
+        return int((now + self._keep).timestamp())
+
+    def start(
+        self, progress: ImportProgress, chunks: list[Chunk], now: datetime
+    ) -> tuple[ImportProgress, bool]:
+        """Save the chunks, then the progress item if the import is new: ``(progress,
+        created)``; the same document again finds the import it started."""
+        owner = owner_key(progress.user_id, progress.project_id)
+        ttl = self._ttl(now)
+        batch_write(
+            self.client,
+            self._table,
+            [
+                {
+                    "PutRequest": {
+                        "Item": to_item(
+                            {
+                                "owner": owner,
+                                "sk": chunk_sk(progress.import_id, chunk.number),
+                                "body": chunk.model_dump_json(),
+                                "ttl": ttl,
+                            }
+                        )
+                    }
+                }
+                for chunk in chunks
+            ],
+        )
+        values = progress.model_dump(exclude={"chunks_done", "counted", "errors"})
+        item = to_item(
+            {**values, "owner": owner, "sk": progress_sk(progress.import_id), "ttl": ttl}
+        )
+        try:
+            self.client.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#sk)",
+                ExpressionAttributeNames={"#sk": "sk"},
+            )
+        except ClientError as exc:
+            if not isinstance(translate(exc), Conflict):
+                raise translate(exc) from exc
+            found = self.progress(progress.user_id, progress.project_id, progress.import_id)
+            if found is None:  # its TTL ran out between the two calls: start it again
+                return self.start(progress, chunks, now)
+            return found, False
+        return progress, True
+
+    def progress(self, user_id: str, project_id: str, import_id: str) -> ImportProgress | None:
+        item = self.client.get_item(
+            TableName=self._table,
+            Key=import_key(user_id, project_id, progress_sk(import_id)),
+            ConsistentRead=True,
+        ).get("Item")
+        return ProgressItem.model_validate(from_item(item)).progress() if item else None
+
+    def chunk(self, user_id: str, project_id: str, import_id: str, number: int) -> Chunk | None:
+        item = self.client.get_item(
+            TableName=self._table,
+            Key=import_key(user_id, project_id, chunk_sk(import_id, number)),
+            ConsistentRead=True,
+        ).get("Item")
+        return Chunk.model_validate_json(from_item(item)["body"]) if item else None
+
+    def chunk_done(
+        self,
+        progress: ImportProgress,
+        chunk: Chunk,
+        memories_done: int,
+        errors: list[str],
+        now: datetime,
+    ) -> ImportProgress | None:
+        """Count a written chunk once; ``None`` when it was counted already. The import is
+        ``done`` once every chunk is counted."""
+        names = {
+            "#done": "doneChunks",
+            "#threads": "threadsDone",
+            "#messages": "messagesDone",
+            "#memories": "memoriesDone",
+            "#status": "status",
+            "#updatedAt": "updatedAt",
+            "#errors": "errors",
+        }
+        values: dict[str, Any] = {
+            ":number": {"NS": [str(chunk.number)]},
+            ":n": to_value(chunk.number),
+            ":threads": to_value(chunk.thread_count()),
+            ":messages": to_value(chunk.message_count()),
+            ":memories": to_value(memories_done),
+            ":running": to_value(ImportStatus.RUNNING.value),
+            ":now": to_value(clock.stamp(now)),
+            ":errors": to_value(errors[:ERRORS_KEPT]),
+            ":none": to_value([]),
+        }
+        try:
+            result = self.client.update_item(
+                TableName=self._table,
+                Key=import_key(
+                    progress.user_id, progress.project_id, progress_sk(progress.import_id)
+                ),
+                UpdateExpression=(
+                    "ADD #done :number, #threads :threads, #messages :messages,"
+                    " #memories :memories"
+                    " SET #status = :running, #updatedAt = :now,"
+                    " #errors = list_append(if_not_exists(#errors, :none), :errors)"
+                ),
+                ConditionExpression="attribute_exists(#status) AND NOT contains(#done, :n)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if isinstance(translate(exc), Conflict):
+                return None
+            raise translate(exc) from exc
+        counted = ProgressItem.model_validate(from_item(result["Attributes"])).progress()
+        if counted.chunks_done >= counted.chunks_total:
+            self._set_status(counted, ImportStatus.DONE, now)
+            return counted.model_copy(update={"status": ImportStatus.DONE})
+        return counted
+
+    def fail(self, progress: ImportProgress, error: str, now: datetime) -> None:
+        """Stop an import that cannot go on (its chunk is gone), saying why."""
+        self.client.update_item(
+            TableName=self._table,
+            Key=import_key(progress.user_id, progress.project_id, progress_sk(progress.import_id)),
+            UpdateExpression=(
+                "SET #status = :failed, #updatedAt = :now,"
+                " #errors = list_append(if_not_exists(#errors, :none), :error)"
+            ),
+            ExpressionAttributeNames={
+                "#status": "status",
+                "#updatedAt": "updatedAt",
+                "#errors": "errors",
+            },
+            ExpressionAttributeValues={
+                ":failed": to_value(ImportStatus.FAILED.value),
+                ":now": to_value(clock.stamp(now)),
+                ":error": to_value([error]),
+                ":none": to_value([]),
+            },
+        )
+
+    def _set_status(self, progress: ImportProgress, status: ImportStatus, now: datetime) -> None:
+        self.client.update_item(
+            TableName=self._table,
+            Key=import_key(progress.user_id, progress.project_id, progress_sk(progress.import_id)),
+            UpdateExpression="SET #status = :status, #updatedAt = :now",
+            ExpressionAttributeNames={"#status": "status", "#updatedAt": "updatedAt"},
+            ExpressionAttributeValues={
+                ":status": to_value(status.value),
+                ":now": to_value(clock.stamp(now)),
+            },
+        )

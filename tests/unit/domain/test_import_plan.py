@@ -1,0 +1,152 @@
+"""The import's rules without any store: checking a document, the ids it derives and how
+it is cut into chunks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+import json
+from typing import Any
+
+import pytest
+
+from recall.domain.imports import ImportLimits, parse_document, plan_import
+from recall.domain.memory import Source
+from recall.errors import Invalid
+
+NOW = datetime(2025, 6, 2, 12, 0, tzinfo=UTC)
+LIMITS = ImportLimits(
+    threads_max=100,
+    messages_per_thread_max=100,
+    message_max_chars=1_000,
+    message_max_bytes=10_000,
+    title_max_chars=80,
+    memory_value_max_chars=500,
+    chunk_max_bytes=300_000,
+)
+
+
+def threads(*stamps: list[str]) -> dict[str, Any]:
+    return {
+        "format": "threads",
+        "threads": [
+            {
+                "title": f"T{n}",
+                "messages": [
+                    {"role": "user", "content": f"m{n}.{m}", "createdAt": at}
+                    for m, at in enumerate(times)
+                ],
+            }
+            for n, times in enumerate(stamps)
+        ],
+    }
+
+
+def export(memories: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "format": "recall.export",
+        "version": 1,
+        "exportedAt": "2025-06-01T00:00:00.000Z",
+        "projectId": "P",
+        "userId": "u",
+        "conversations": [
+            {
+                "id": "OLD1",
+                "title": "Old",
+                "createdAt": "2025-05-01T00:00:00.000Z",
+                "updatedAt": "2025-05-01T00:00:00.000Z",
+                "messages": [],
+            }
+        ],
+        "memories": memories,
+    }
+
+
+def plan(body: dict[str, Any], user: str = "u", limits: ImportLimits = LIMITS) -> Any:
+    return plan_import(user, "P", parse_document(body), limits, NOW)
+
+
+def test_message_ids_keep_the_documents_order_even_when_stamps_repeat_or_go_back() -> None:
+    # Given
+    stamps = ["2025-01-01T10:00:00Z", "2025-01-01T10:00:00Z", "2025-01-01T09:00:00Z"]
+    # When
+    messages = plan(threads(stamps)).chunks[0].parts[0].messages
+    # Then
+    ids = [message.message_id for message in messages]
+    assert ids == sorted(ids) and len(set(ids)) == 3
+    assert [m.created_at for m in messages] == [
+        "2025-01-01T10:00:00.000Z",
+        "2025-01-01T10:00:00.000Z",
+        "2025-01-01T09:00:00.000Z",
+    ]
+
+
+def test_the_same_content_is_the_same_import_and_another_caller_another() -> None:
+    # Given
+    body = threads(["2025-01-01T10:00:00Z"])
+    respaced = json.loads(json.dumps(body, indent=3, sort_keys=True))
+    # When
+    first, again, other = plan(body), plan(respaced), plan(body, user="v")
+    # Then
+    assert first.import_id == again.import_id != other.import_id
+    ids = [part.conversation_id for plan in (first, again) for part in plan.chunks[0].parts]
+    assert ids[0] == ids[1]
+
+
+def test_a_long_thread_spans_chunks_and_only_its_last_part_creates_it() -> None:
+    # Given
+    limits = LIMITS.model_copy(update={"chunk_max_bytes": 1_000})
+    stamps = [f"2025-01-01T10:00:{s:02d}Z" for s in range(30)]
+    # When
+    chunks = plan(threads(stamps, stamps[:2]), limits=limits).chunks
+    # Then
+    parts = [part for chunk in chunks for part in chunk.parts]
+    assert len(chunks) > 3
+    assert all(len(chunk.model_dump_json()) < 2_000 for chunk in chunks)
+    assert [part.conversation is not None for part in parts if part.index == 0][-1]
+    assert sum(part.conversation is not None for part in parts) == 2
+    assert [m.content for part in parts if part.index == 0 for m in part.messages] == [
+        f"m0.{m}" for m in range(30)
+    ]
+
+
+def test_errors_name_each_thread_and_message_and_stop_the_whole_import() -> None:
+    # Given
+    body = threads(["2025-01-01T10:00:00Z", "not a time"], ["2025-01-01T10:00:00"])
+    # When
+    with pytest.raises(Invalid) as raised:
+        plan(body)
+    # Then
+    assert [detail["field"] for detail in raised.value.details or []] == [
+        "threads.0.messages.1.createdAt",
+        "threads.1.messages.0.createdAt",
+    ]
+
+
+def test_a_thread_entry_must_name_a_thread_of_the_document() -> None:
+    # Given
+    entry = {"key": "k", "value": "v", "category": "context", "scope": "thread"}
+    body = export([{**entry, "conversationId": "OLD1"}, {**entry, "conversationId": "ELSE"}])
+    # When
+    with pytest.raises(Invalid) as raised:
+        plan(body)
+    # Then
+    assert [d["field"] for d in raised.value.details or []] == ["memories.1.conversationId"]
+
+
+def test_imported_entries_are_imported_under_the_new_thread_and_expired_ones_are_left() -> None:
+    # Given
+    entry = {"key": "k", "value": "v", "category": "context", "source": "explicit"}
+    body = export(
+        [
+            {**entry, "scope": "thread", "conversationId": "OLD1"},
+            {**entry, "key": "gone", "expiresAt": "2025-06-01T00:00:00Z"},
+        ]
+    )
+    # When
+    built = plan(body)
+    # Then
+    memories = [memory for chunk in built.chunks for memory in chunk.memories]
+    thread_id = built.chunks[0].parts[0].conversation_id
+    assert [(m.entry.key, m.entry.source, m.entry.conversation_id) for m in memories] == [
+        ("k", Source.IMPORTED, thread_id)
+    ]
