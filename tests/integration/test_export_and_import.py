@@ -11,11 +11,19 @@ import pytest
 
 from local import background, embedded
 from recall.domain import clock
+from recall.domain.access import Role
 from recall.domain.jobs import ImportJob
 from recall.domain.prompt import ModelError, ModelReply, ModelRequest
 from recall.settings import get_settings
 from recall.store.imports import chunk_sk, import_key, progress_sk
-from recall.wiring import data_service, job_runner, model_choice
+from recall.wiring import (
+    conversation_store,
+    data_service,
+    import_store,
+    job_runner,
+    message_store,
+    model_choice,
+)
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -510,3 +518,81 @@ def test_an_import_whose_chunk_is_gone_fails_and_says_why(
     assert progress["status"] == "failed", progress
     assert progress["errors"] == ["Chunk 0 is gone (kept only so long)."]
     assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
+
+
+def test_an_import_stopped_by_its_importers_erasure_leaves_nothing_of_them(
+    alice: Api, bob: Api, make_project: MakeProject, drain: Callable[[], None], small_settings: Any
+) -> None:
+    # Given: bob's import has written its first chunk, whose threads a later chunk creates
+    project = make_project(alice)
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "editor"}).status == 201
+    small_settings(import_chunk_max_bytes=2_000)
+    threads = [thread(f"T{n}", *[f"message {n}.{m}" for m in range(40)]) for n in range(3)]
+    started = bob.post(f"/projects/{project}/import", {"format": "threads", "threads": threads})
+    assert started.status == 202, started
+    user = str(bob.sub)
+    written = import_store().thread_ids(user, project)
+    first = ImportJob(user_id=user, project_id=project, import_id=started.body["id"], chunk=0)
+    data_service().run_chunk(first, clock.now())
+    assert any(message_store().latest_after(user, project, t, None, 10) for t in written)
+    # When: bob erases his data, then the queued chunks run
+    erased = bob.delete(f"/projects/{project}/me")
+    drain()
+    # Then: no message, thread or import item of his is left
+    assert erased.status == 204, erased
+    assert not import_store().thread_ids(user, project)
+    assert not import_store().erase(user, project, 10)
+    assert not [
+        m for t in written for m in message_store().latest_after(user, project, t, None, 99)
+    ]
+    assert conversation_store().ids(user, project, 100) == []
+
+
+def test_an_importer_removed_from_the_project_gets_no_more_threads_from_their_import(
+    alice: Api, bob: Api, make_project: MakeProject, drain: Callable[[], None], small_settings: Any
+) -> None:
+    # Given: bob's import is queued
+    project = make_project(alice)
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "editor"}).status == 201
+    small_settings(import_chunk_max_bytes=2_000)
+    threads = [thread(f"T{n}", *[f"message {n}.{m}" for m in range(40)]) for n in range(3)]
+    started = bob.post(f"/projects/{project}/import", {"format": "threads", "threads": threads})
+    assert started.status == 202, started
+    # When: alice removes him before the chunks run
+    assert alice.delete(f"/projects/{project}/members/{bob.sub}").status == 204
+    drain()
+    # Then: not one of its messages was written
+    user = str(bob.sub)
+    assert conversation_store().ids(user, project, 100) == []
+    ids = import_store().thread_ids(user, project)
+    assert ids and not [
+        m for t in ids for m in message_store().latest_after(user, project, t, None, 9)
+    ]
+
+
+def test_a_chunk_that_read_its_importers_role_before_a_removal_creates_no_thread(
+    alice: Api,
+    bob: Api,
+    make_project: MakeProject,
+    drain: Callable[[], None],
+    small_settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given: every chunk reads bob's role as it was before alice removed him
+    project = make_project(alice)
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "editor"}).status == 201
+    started = bob.post(
+        f"/projects/{project}/import", {"format": "threads", "threads": [thread("T", "a", "b")]}
+    )
+    assert started.status == 202, started
+    # When
+    assert alice.delete(f"/projects/{project}/members/{bob.sub}").status == 204
+    monkeypatch.setattr(data_service()._projects, "role_of", lambda *_: Role.EDITOR)
+    drain()
+    # Then: the thread is not created and its messages are taken back
+    user = str(bob.sub)
+    assert conversation_store().ids(user, project, 100) == []
+    ids = import_store().thread_ids(user, project)
+    assert ids and not [
+        m for t in ids for m in message_store().latest_after(user, project, t, None, 9)
+    ]

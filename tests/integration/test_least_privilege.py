@@ -382,6 +382,13 @@ def run_everything(
     call("DELETE", f"/projects/{project}/me")  # its idempotency record too
     seed_demo()
     chat(project, "A thread for the worker to erase.", **{"Idempotency-Key": "k-2"})
+    thread_elsewhere = {
+        "title": "Elsewhere",
+        "messages": [{"role": "user", "content": "hi", "createdAt": at}],
+    }
+    call(
+        "POST", f"/projects/{project}/import", {"format": "threads", "threads": [thread_elsewhere]}
+    )
     delete_through_the_worker(store, project)
 
 
@@ -390,7 +397,7 @@ def delete_through_the_worker(store: embedded.EmbeddedStore, project: str) -> No
     and the worker erases the rest, its idempotency records among them, a run at a time."""
     erasure = erasure_service()
     budget = erasure._budget  # a small budget stands in for a large project
-    erasure._budget = 3
+    erasure._budget = 1
     try:
         call("DELETE", f"/projects/{project}")
         for poller in background.pollers(store):

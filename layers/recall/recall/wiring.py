@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from recall.services.consolidation import ConsolidationService
     from recall.services.context import ContextService
     from recall.services.conversations import ConversationService
-    from recall.services.erasure import ErasureService
     from recall.services.data import DataService
+    from recall.services.erasure import ErasureService
     from recall.services.extraction import MemoryExtractor
     from recall.services.jobs import JobRunner
     from recall.services.maintenance import Maintenance
@@ -159,6 +159,7 @@ def erasure_service() -> ErasureService:
         session_store(),
         memory_store(),
         IdempotencyRecords(get_settings()),
+        import_store(),
         job_queue(),
     )
 

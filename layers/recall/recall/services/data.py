@@ -3,12 +3,11 @@ back in (or in from another product) through the worker, a chunk at a time."""
 
 from __future__ import annotations
 
-import contextlib
 from datetime import datetime
 from typing import Any
 
 from recall.domain import clock
-from recall.domain.access import Role
+from recall.domain.access import Role, roles_reaching
 from recall.domain.ids import is_id
 from recall.domain.imports import (
     ExportDocument,
@@ -27,7 +26,7 @@ from recall.domain.imports import (
 )
 from recall.domain.jobs import ImportJob
 from recall.domain.memory import is_active
-from recall.errors import Conflict, NotFound, TooLarge
+from recall.errors import Conflict, Forbidden, NotFound, TooLarge
 from recall.observability import logger
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
@@ -202,16 +201,32 @@ class DataService:
         finished = (ImportStatus.DONE, ImportStatus.FAILED)
         if progress is None or progress.status in finished or job.chunk in progress.counted:
             return progress
+        if self._projects.role_of(project_id, user_id) not in roles_reaching(Role.EDITOR):
+            logger.info("import chunk not written: its importer may no longer write here")
+            return None
         chunk = self._imports.chunk(user_id, project_id, job.import_id, job.chunk)
         if chunk is None:
             self._imports.fail(progress, f"Chunk {job.chunk} is gone (kept only so long).", now)
             return None
+        still = self._projects.role_check(project_id, user_id, Role.EDITOR)
         for part in chunk.parts:
             self._messages.add(user_id, project_id, part.conversation_id, part.messages)
-            if part.conversation is not None:
-                # Conflict: an earlier run of this chunk created it
-                with contextlib.suppress(Conflict):
-                    self._conversations.create(part.conversation)
+            if part.conversation is None:
+                continue
+            try:
+                self._conversations.create(part.conversation, guard=still)
+            except Conflict:  # an earlier run of this chunk created it
+                continue
+            except Forbidden:
+                # Removed or erased while the chunk ran: what it wrote goes with them.
+                self._messages.erase_thread(
+                    user_id,
+                    project_id,
+                    part.conversation_id,
+                    self._settings.import_messages_per_thread_max,
+                )
+                logger.info("import chunk stopped: its importer may no longer write here")
+                return None
         written, errors = 0, []
         for memory in chunk.memories:
             records = [

@@ -22,6 +22,7 @@ from recall.observability import logger
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.idempotency import IdempotencyRecords
+from recall.store.imports import ImportStore
 from recall.store.jobs import JobQueue
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
@@ -43,6 +44,7 @@ class ErasureService:
         sessions: SessionStore,
         memories: MemoryStore,
         records: IdempotencyRecords,
+        imports: ImportStore,
         queue: JobQueue,
     ) -> None:
         self._budget = settings.erase_items_per_run
@@ -52,6 +54,7 @@ class ErasureService:
         self._sessions = sessions
         self._memories = memories
         self._records = records
+        self._imports = imports
         self._queue = queue
 
     def erase_me(self, user_id: str, project_id: str) -> bool:
@@ -144,6 +147,15 @@ class ErasureService:
         """Delete a user's data in the project, then their marker, spending at most
         ``budget`` item deletes: what is left of it, or -1 when it ran out first."""
         left = budget
+        # Imports first, so no chunk starts after this; the threads their chunks wrote to
+        # include any whose thread item a later chunk would have created.
+        for conversation_id in sorted(self._imports.thread_ids(user_id, project_id)):
+            left -= self._messages.erase_thread(user_id, project_id, conversation_id, left)
+            if left <= 0:
+                return -1
+        left -= self._imports.erase(user_id, project_id, left)
+        if left <= 0:
+            return -1
         while conversation_ids := self._conversations.ids(user_id, project_id, max(1, left)):
             for conversation_id in conversation_ids:
                 left -= self._messages.erase_thread(user_id, project_id, conversation_id, left)

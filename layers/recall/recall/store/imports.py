@@ -22,6 +22,7 @@ from recall.store.dynamodb import (
     Item,
     StoredItem,
     batch_write,
+    delete_found,
     dynamodb_client,
     from_item,
     to_item,
@@ -82,6 +83,7 @@ class ImportStore:
         self._table = settings.imports_table
         self._client = client
         self._keep = timedelta(days=settings.import_ttl_days)
+        self._batch_size = settings.delete_batch_size
 
     @property
     def client(self) -> DynamoDBClient:
@@ -242,3 +244,35 @@ class ImportStore:
                 ":now": to_value(clock.stamp(now)),
             },
         )
+
+    def thread_ids(self, user_id: str, project_id: str) -> set[str]:
+        """Every thread the caller's kept chunks write to: an import stopped part-way has
+        messages whose thread item a later chunk would have created, and an erasure finds
+        them only through here."""
+        found: set[str] = set()
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#owner = :owner",
+            "ExpressionAttributeNames": {"#owner": "owner"},
+            "ExpressionAttributeValues": {":owner": to_value(owner_key(user_id, project_id))},
+            "ConsistentRead": True,
+        }
+        for page in self.client.get_paginator("query").paginate(**query):
+            for item in page["Items"]:
+                values = from_item(item)
+                if "body" in values:
+                    chunk = Chunk.model_validate_json(values["body"])
+                    found.update(part.conversation_id for part in chunk.parts)
+        return found
+
+    def erase(self, user_id: str, project_id: str, max_items: int) -> int:
+        """Delete up to ``max_items`` of the caller's progress and chunk items in the
+        project; fewer means none are left."""
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#owner = :owner",
+            "ExpressionAttributeNames": {"#owner": "owner"},
+            "ExpressionAttributeValues": {":owner": to_value(owner_key(user_id, project_id))},
+            "ConsistentRead": True,
+        }
+        return delete_found(self.client, query, ("owner", "sk"), max_items, self._batch_size)
