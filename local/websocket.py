@@ -144,7 +144,7 @@ def _run_quietly(function: str, event: dict[str, Any]) -> None:
 CONNECTIONS = LocalConnections()
 
 
-def _event(
+def websocket_event(
     route: str,
     kind: str,
     connection_id: str,
@@ -227,7 +227,9 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
     query = {key: values[0] for key, values in parse_qs(urlsplit(request.target).query).items()}
     connected = runtime.invoke(
         chat,
-        _event("$connect", "CONNECT", connection_id, sub, domain, headers=headers, query=query),
+        websocket_event(
+            "$connect", "CONNECT", connection_id, sub, domain, headers=headers, query=query
+        ),
     )
     if int(connected.get("statusCode", 500)) != 200:
         handler.connection.sendall(state.send(RejectConnection(status_code=403)))
@@ -241,7 +243,9 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
         _read(handler, state, client, chat, connection_id, sub, domain)
     finally:
         CONNECTIONS.remove(connection_id)
-        runtime.invoke(chat, _event("$disconnect", "DISCONNECT", connection_id, sub, domain))
+        runtime.invoke(
+            chat, websocket_event("$disconnect", "DISCONNECT", connection_id, sub, domain)
+        )
         print(f"WS disconnect {connection_id}", flush=True)
 
 
@@ -286,7 +290,8 @@ def _read(
                     started = time.perf_counter()
                     route = route_of(body)
                     runtime.invoke(
-                        chat, _event(route, "MESSAGE", connection_id, sub, domain, body=body)
+                        chat,
+                        websocket_event(route, "MESSAGE", connection_id, sub, domain, body=body),
                     )
                     elapsed = (time.perf_counter() - started) * 1000
                     print(f"WS {route} {connection_id} {elapsed:.0f}ms", flush=True)
