@@ -166,6 +166,9 @@ class Settings(BaseSettings):
     jwt_issuer: str = ""
     jwt_audience: Annotated[tuple[str, ...], NoDecode] = ()
     jwks_cache_seconds: int = 300
+    # The offline model's pause between streamed chunks: 0 streams at once; make dev can
+    # slow it to watch a reply arrive (and tests, to leave one mid-way).
+    offline_stream_chunk_seconds: float = 0.0
 
     @field_validator(
         "allowed_model_ids",

@@ -66,6 +66,7 @@ def _native_provider() -> ModelProvider:
         read_timeout=settings.model_read_timeout_seconds,
         connect_timeout=settings.model_connect_timeout_seconds,
         cache_model_prefixes=settings.prompt_cache_model_prefixes,
+        offline_chunk_seconds=settings.offline_stream_chunk_seconds,
     )
 
 

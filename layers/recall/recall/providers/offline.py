@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import re
+import time
 from typing import Final
 
 from recall.domain.memory_proposals import (
@@ -61,7 +62,11 @@ class MemoryEntry:
 
 
 class OfflineProvider:
-    """A `ModelProvider` that answers from the request alone."""
+    """A `ModelProvider` that answers from the request alone. Streamed, it may pause
+    ``chunk_seconds`` between chunks, so a local reply can be watched (and left) mid-way."""
+
+    def __init__(self, chunk_seconds: float = 0.0) -> None:
+        self._chunk_seconds = chunk_seconds
 
     def converse(self, request: ModelRequest) -> ModelReply:
         """Reply to the newest user message, calling memory tools when it states a rule."""
@@ -84,7 +89,9 @@ class OfflineProvider:
     def converse_stream(self, request: ModelRequest, on_text: TextSink) -> ModelReply:
         """The same reply as ``converse``, its text handed over a word at a time first."""
         reply = self.converse(request)
-        for chunk in stream_chunks(reply.text):
+        for index, chunk in enumerate(stream_chunks(reply.text)):
+            if index and self._chunk_seconds > 0:
+                time.sleep(self._chunk_seconds)
             on_text(chunk)
         return reply
 
