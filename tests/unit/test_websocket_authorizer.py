@@ -17,11 +17,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 import jwt
 import pytest
 
-from local import runtime
+from local import runtime, template
 from recall.settings import Settings
 
 AUDIENCE = "recall-web"
-METHOD_ARN = "arn:aws:execute-api:us-east-1:123456789012:abc123/live/$connect"
+CONNECT_EVENT = template.ROOT / "events" / "ws_authorizer-connect.json"
+METHOD_ARN = json.loads(CONNECT_EVENT.read_text())["methodArn"]
 
 
 def new_key() -> rsa.RSAPrivateKey:
@@ -93,7 +94,9 @@ def token(issuer: Issuer, key: rsa.RSAPrivateKey = KEY, **claims: Any) -> str:
 def connect(
     module: ModuleType, query: str | None = None, protocols: str | None = None
 ) -> dict[str, Any]:
-    event: dict[str, Any] = {"type": "REQUEST", "methodArn": METHOD_ARN, "headers": {}}
+    """The sample event ``events/ws_authorizer-connect.json`` with the token put in."""
+    event: dict[str, Any] = json.loads(CONNECT_EVENT.read_text())
+    event["headers"].pop("Sec-WebSocket-Protocol")
     if query is not None:
         event["queryStringParameters"] = {"token": query}
     if protocols is not None:

@@ -99,9 +99,7 @@ def test_bedrock_stream_hands_over_text_as_it_comes_and_assembles_the_same_reply
     assert chunks == ["Noted, ", "the header stays dark.", "\n", "Anything else?"]
     assert "".join(chunks) == reply.text == "Noted, the header stays dark.\nAnything else?"
     assert reply.tool_calls == [
-        ToolCall(
-            id="t-1", name="save_preference", input={"key": "header_dark", "value": "dark"}
-        )
+        ToolCall(id="t-1", name="save_preference", input={"key": "header_dark", "value": "dark"})
     ]
     assert reply.stop_reason == "tool_use"
     assert reply.usage.input_tokens == 30
