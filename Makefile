@@ -67,9 +67,10 @@ invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 openapi: install ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
 
-bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; prefix reuse
+bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; prefix reuse; time to first delta
 	$(PY) -m bench.turns
 	$(PY) -m bench.prompt_cache
+	$(PY) -m bench.stream
 
 eval: install ## Precision and recall of the offline preference classifier on its labelled set
 	$(PY) -m bench.eval_preferences
