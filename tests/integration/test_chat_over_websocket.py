@@ -30,6 +30,7 @@ class RecordingLinks:
         self.frames: dict[str, list[Frame]] = {}
         self.leave_after: dict[str, int] = {}
         self.handed_off: list[dict[str, Any]] = []
+        self.worker_answers: list[Any] = []
 
     def connection(self, domain: str, stage: str, connection_id: str) -> Connection:
         links = self
@@ -45,7 +46,7 @@ class RecordingLinks:
 
     def hand_off(self, payload: dict[str, Any]) -> None:
         self.handed_off.append(payload)
-        runtime.invoke(function_of("ws_stream"), payload)
+        self.worker_answers.append(runtime.invoke(function_of("ws_stream"), payload))
 
 
 @pytest.fixture
@@ -240,25 +241,46 @@ def test_a_failed_model_is_the_http_error_with_retry_after_and_the_turn_is_saved
     assert [message["id"] for message in saved] == [ids["userMessageId"], ids["assistantMessageId"]]
 
 
+class Talkative:
+    """A model whose long reply streams in many small chunks, so batches go out mid-reply."""
+
+    TEXT = " ".join(f"word{n}" for n in range(300))
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        return ModelReply(text=self.TEXT)
+
+    def converse_stream(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
+        for start in range(0, len(self.TEXT), 10):
+            on_text(self.TEXT[start : start + 10])
+        return self.converse(request)
+
+
 def test_a_client_that_leaves_mid_reply_still_has_its_turn_saved_once(
     alice: Api,
     make_project: MakeProject,
     socket_of: Callable[[Api], Socket],
     links: RecordingLinks,
 ) -> None:
-    # Given a client that leaves after the start frame and the first delta
+    # Given a client that leaves after the start frame and two deltas, mid-reply
     project = make_project(alice)
     socket = socket_of(alice)
-    links.leave_after[socket.id] = 2
-    # When
-    frames = socket.chat(project, "Tell me everything about the project, at length.")
-    # Then the client saw the start only, and the thread shows the whole turn
-    assert [frame["type"] for frame in frames] == ["start", "delta"]
+    links.leave_after[socket.id] = 3
+    model_choice().use(Talkative())
+    try:
+        # When
+        frames = socket.chat(project, "Tell me everything about the project, at length.")
+    finally:
+        model_choice().use(None)
+    # Then the client saw the beginning only, the worker knew it left, and the thread
+    # shows the whole turn, saved once
+    assert [frame["type"] for frame in frames] == ["start", "delta", "delta"]
+    assert links.worker_answers == [{"clientLeft": True}]
     thread = frames[0]["conversation"]["id"]
     saved = alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
     assert [message["role"] for message in saved] == ["user", "assistant"]
     assert saved[-1]["status"] == "complete"
-    assert saved[-1]["content"].startswith(frames[1]["text"])
+    assert saved[-1]["content"] == Talkative.TEXT
+    assert Talkative.TEXT.startswith(text_of(frames))
 
 
 def test_a_frame_on_a_connection_without_identity_is_a_401(
