@@ -76,6 +76,12 @@ class Client:
         self._lock = threading.Lock()
         self.open = True
 
+    def received(self, data: bytes) -> list[Event]:
+        """What ``data`` from the client holds; under the lock, as wsproto is not thread-safe."""
+        with self._lock:
+            self._state.receive_data(data)
+            return list(self._state.events())
+
     def send(self, event: Event) -> None:
         with self._lock:
             if not self.open:
@@ -240,7 +246,7 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
     CONNECTIONS.add(connection_id, client)
     print(f"WS connect {connection_id}", flush=True)
     try:
-        _read(handler, state, client, chat, connection_id, sub, domain)
+        _read(handler, client, chat, connection_id, sub, domain)
     finally:
         CONNECTIONS.remove(connection_id)
         runtime.invoke(
@@ -251,7 +257,6 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
 
 def _read(
     handler: BaseHTTPRequestHandler,
-    state: WSConnection,
     client: Client,
     chat: str,
     connection_id: str,
@@ -267,8 +272,7 @@ def _read(
             return
         if not received:
             return
-        state.receive_data(received)
-        for event in state.events():
+        for event in client.received(received):
             if isinstance(event, CloseConnection):
                 with suppress(ConnectionGone):
                     client.send(event.response())
