@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from local import runtime
-from local.websocket import function_of, websocket_event
+from local import runtime, template
+from local.websocket import function_of, route_of, websocket_event
 from recall.api.stream import Connection, ConnectionGone, Frame
 from recall.domain.prompt import ModelReply, ModelRequest, ModelThrottled
 from recall.wiring import model_choice, stream_links
@@ -302,3 +302,26 @@ def test_connect_selects_the_bearer_subprotocol_when_offered() -> None:
     plain = websocket_event("$connect", "CONNECT", "c", "u", "ws.test", headers={})
     assert runtime.invoke(chat, offered)["headers"] == {"Sec-WebSocket-Protocol": "bearer"}
     assert "headers" not in runtime.invoke(chat, plain)
+
+
+def test_make_dev_serves_the_websocket_routes_the_template_declares() -> None:
+    # Given the template's WebSocket routes and the integration they target
+    routes = template.resources("AWS::ApiGatewayV2::Route")
+    (integration_name, integration) = next(
+        iter(template.resources("AWS::ApiGatewayV2::Integration").items())
+    )
+    # Then: the four routes local/websocket.py builds events for, all to that integration,
+    # which calls the function make dev invokes; $connect alone behind the authorizer
+    keys = {route["Properties"]["RouteKey"]: route["Properties"] for route in routes.values()}
+    assert set(keys) == {"$connect", "$disconnect", "chat", "$default"}
+    for properties in keys.values():
+        assert properties["Target"] == {"Fn::Sub": f"integrations/${{{integration_name}}}"}
+    assert integration["Properties"]["IntegrationUri"]["Fn::Sub"].count(
+        "${" + function_of("ws_chat") + ".Arn}"
+    )
+    assert keys["$connect"]["AuthorizationType"] == "CUSTOM"
+    assert all("AuthorizationType" not in keys[key] for key in ("$disconnect", "chat", "$default"))
+    api = next(iter(template.resources("AWS::ApiGatewayV2::Api").values()))
+    assert api["Properties"]["RouteSelectionExpression"] == "$request.body.action"
+    assert route_of('{"action": "chat"}') == "chat"
+    assert route_of('{"action": "dance"}') == route_of("not json") == "$default"
