@@ -161,10 +161,12 @@ def _median_over(turns: int) -> float:
 def measure(length: int) -> tuple[str, str]:
     """``make bench``'s table cells for a thread of ``length`` messages (on its running
     store): the median prefix reuse over as many turns, at most 100 (the pattern repeats
-    every six turns once the window is full), and the time to first delta, which waits for
-    streamed replies."""
+    every six turns once the window is full), and the time to first delta of a streamed
+    turn (``bench/stream.py``)."""
+    from bench.stream import cell
+
     turns = max(2, min(length // 2, 100))
-    return f"{_median_over(turns):.0%}", "—"
+    return f"{_median_over(turns):.0%}", cell(length)
 
 
 def main() -> int:

@@ -29,7 +29,7 @@ import warnings
 
 import boto3
 
-from local import embedded, runtime, template
+from local import embedded, runtime, template, websocket
 from local.background import Background, job_names, run_job
 from local.snapshot import Snapshots
 from recall.settings import get_settings
@@ -195,6 +195,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         for key, value in self.headers.items():
             name = key.lower()
             headers[name] = f"{headers[name]},{value}" if name in headers else value
+        if websocket.is_upgrade(self.path, headers):
+            websocket.serve(self, subject_of)
+            return
         length = headers.get("content-length") or "0"
         if length.isdigit():
             body = self.rfile.read(int(length)) if int(length) else None

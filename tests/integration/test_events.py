@@ -22,6 +22,8 @@ import pytest
 from local import embedded, runtime, template
 from local.seed import DEMO_MEMORY_VALUE, DEMO_USER, DemoIds, demo_ids, seed_demo
 from recall.domain.jobs import job_of
+from recall.wiring import stream_links
+from tests.integration.test_chat_over_websocket import RecordingLinks
 
 EVENTS = template.ROOT / "events"
 EVENT_FILES = sorted(EVENTS.glob("*.json"))
@@ -33,11 +35,19 @@ def load(event_file: Path) -> dict[str, Any]:
 
 
 def kind_of(event: dict[str, Any]) -> str:
-    """``http``, ``sqs`` or ``schedule``, by the event's shape."""
+    """``http``, ``sqs``, ``authorizer`` (the WebSocket $connect's), ``websocket`` (a
+    WebSocket route's), ``hand-off`` (a streamed turn handed to its worker) or
+    ``schedule``, by the event's shape."""
     if event.get("version") == "2.0" and "routeKey" in event:
         return "http"
     if "Records" in event:
         return "sqs"
+    if event.get("type") == "REQUEST" and "methodArn" in event:
+        return "authorizer"
+    if "eventType" in event.get("requestContext", {}):
+        return "websocket"
+    if "connectionId" in event and "frame" in event:
+        return "hand-off"
     return "schedule"
 
 
@@ -242,10 +252,32 @@ def test_event_file_reaches_its_success_path(event_file: Path) -> None:
         f"{event_file.name} targets {function}, which has no app.py"
     )
     event = load(event_file)
+    if kind_of(event) == "authorizer":
+        # Its token is a placeholder: no issuer signs it here. Signed by a test key, the same
+        # event is allowed in tests/unit/test_websocket_authorizer.py.
+        with pytest.raises(Exception, match=r"^Unauthorized$"):
+            invoke(event_file)
+        return
+    links = RecordingLinks()
+    stream_links().use(links)
     # When
-    response = invoke(event_file)
+    try:
+        response = invoke(event_file)
+    finally:
+        stream_links().use(None)
     # Then
-    if kind_of(event) == "sqs":  # every record done: nothing for the queue to retry
+    if kind_of(event) == "websocket":  # a route answers 200; a chat frame streams a turn
+        assert response["statusCode"] == 200, response
+        frames = [frame for posted in links.frames.values() for frame in posted]
+        if event["requestContext"]["routeKey"] == "$connect":
+            assert response["headers"] == {"Sec-WebSocket-Protocol": "bearer"}, response
+        else:
+            assert (frames[0]["type"], frames[-1]["type"]) == ("start", "done"), frames
+    elif kind_of(event) == "hand-off":  # the turn streamed to its end, the client there
+        assert response == {"clientLeft": False}, response
+        (frames,) = links.frames.values()
+        assert frames[-1]["status"] == 200, frames
+    elif kind_of(event) == "sqs":  # every record done: nothing for the queue to retry
         assert isinstance(response, dict), response
         assert response.get("batchItemFailures") in (None, []), response
     elif kind_of(event) == "schedule":  # the maintenance report names the job it ran

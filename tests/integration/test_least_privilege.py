@@ -9,7 +9,7 @@ own statements."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from fnmatch import fnmatchcase
@@ -19,19 +19,23 @@ from typing import Any
 from urllib.parse import unquote
 
 import boto3
+from botocore.awsrequest import AWSResponse
 from botocore.stub import Stubber
 import pytest
 
 from local import background, embedded, runtime, template
 from local.seed import DEMO_USER, grow_thread, seed_demo
+from local.websocket import websocket_event
+from recall.api.connections import AwsLinks
+from recall.api.stream import Connection
 from recall.domain import clock
 from recall.domain.prompt import ModelProvider, ModelReply, ModelRequest
 from recall.providers.bedrock import BedrockProvider
 from recall.store.dynamodb import dynamodb_client
 from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client
-from recall.wiring import erasure_service, memory_store, model_choice, session_store
-from tests.integration.test_events import EVENT_FILES, function_of, load
+from recall.wiring import erasure_service, memory_store, model_choice, session_store, stream_links
+from tests.integration.test_events import EVENT_FILES, function_of, kind_of, load
 
 REGION, ACCOUNT = "us-east-1", "000000000000"
 
@@ -54,6 +58,21 @@ NOT_REACHED_HERE = {
         "Powertools reads a record itself only when its conditional put did not return it"
     ),
     ("ChatFunction", "dynamodb:DeleteItem", f"{_TABLE}IdempotencyTable"): (
+        "Powertools drops an idempotency record when the turn raises"
+    ),
+    ("WsStreamFunction", "bedrock:InvokeModelWithResponseStream", _PROFILES): (
+        "model ids that name an inference profile (us.…, eu.…) are called through it"
+    ),
+    ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}ConversationsTable"): (
+        "a memory tool call in thread scope checks the thread is the caller's"
+    ),
+    ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}SessionsTable"): (
+        "a turn that loses a race on its session re-reads it"
+    ),
+    ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}IdempotencyTable"): (
+        "Powertools reads a record itself only when its conditional put did not return it"
+    ),
+    ("WsStreamFunction", "dynamodb:DeleteItem", f"{_TABLE}IdempotencyTable"): (
         "Powertools drops an idempotency record when the turn raises"
     ),
     ("WorkerFunction", "bedrock:InvokeModel", _BEDROCK): (
@@ -109,7 +128,27 @@ def _arn_of(logical_id: str) -> str:
         return table_arn(logical_id)
     if kind == "AWS::SQS::Queue":
         return queue_arn(logical_id)
+    if kind == "AWS::Serverless::Function":
+        return function_arn(logical_id)
     raise AssertionError(f"no ARN form for {logical_id} ({kind})")
+
+
+# The WebSocket API's id and stage as the sample events name them.
+WEBSOCKET_API, WEBSOCKET_STAGE = "abc123", "live"
+
+
+def function_arn(name: str) -> str:
+    return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+
+
+def _ref_of(logical_id: str) -> str:
+    """What ``${LogicalId}`` in a ``!Sub`` is here: the WebSocket API's id, its stage."""
+    kind = template.load()["Resources"][logical_id]["Type"]
+    if kind == "AWS::ApiGatewayV2::Api":
+        return WEBSOCKET_API
+    if kind == "AWS::ApiGatewayV2::Stage":
+        return WEBSOCKET_STAGE
+    raise AssertionError(f"no local value for ${{{logical_id}}} ({kind})")
 
 
 def _resource(value: Any) -> str:
@@ -130,6 +169,9 @@ def _resource(value: Any) -> str:
                 if f"${{{name}." in text
                 else text
             )
+        for name in template.load()["Resources"]:
+            if "${" + name + "}" in text:
+                text = text.replace("${" + name + "}", _ref_of(name))
         pseudo = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT}
         for name, local in pseudo.items():
             text = text.replace("${" + name + "}", local)
@@ -212,6 +254,14 @@ def _bedrock_actions(operation: str, url_path: str) -> list[tuple[str, str]]:
     return [(f"bedrock:{action}", model_arn(model_id))]
 
 
+def _connection_action(url: str) -> tuple[str, str]:
+    """``POST https://{apiId}.execute-api…/{stage}/@connections/{id}`` as IAM sees it."""
+    host, _, path = url.removeprefix("https://").partition("/")
+    stage, _, connection = path.partition("/@connections/")
+    arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{host.split('.')[0]}/{stage}"
+    return "execute-api:ManageConnections", f"{arn}/POST/@connections/{unquote(connection)}"
+
+
 class Recorder:
     """The ``before-call`` hook: each request made during an invocation, under its function."""
 
@@ -231,6 +281,11 @@ class Recorder:
             actions = _sqs_actions(operation, body)
         elif service == "bedrock-runtime":
             actions = _bedrock_actions(operation, params["url_path"])
+        elif service == "apigatewaymanagementapi":
+            actions = [_connection_action(params["url"])]
+        elif service == "lambda":
+            name = unquote(params["url_path"].split("/functions/", 1)[1].split("/", 1)[0])
+            actions = [("lambda:InvokeFunction", function_arn(name))]
         else:
             actions = [(f"{service}:{operation}", "*")]
         self.seen |= {Request(self.function, action, arn) for action, arn in actions}
@@ -267,8 +322,8 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
 
 @pytest.fixture
 def bedrock(recorder: Recorder) -> Iterator[BedrockProvider]:
-    """Bedrock as a chat model, answering from a stub: one text reply. Made after the
-    recorder, so its client carries the hook."""
+    """Bedrock as a chat model, answering from a stub: one text reply, then one streamed
+    reply. Made after the recorder, so its client carries the hook."""
     client = boto3.client("bedrock-runtime", region_name=REGION)
     stub = Stubber(client)
     stub.add_response(
@@ -280,9 +335,73 @@ def bedrock(recorder: Recorder) -> Iterator[BedrockProvider]:
             "metrics": {"latencyMs": 5},
         },
     )
+    stub.add_response("converse_stream", {"stream": {"messageStart": {"role": "assistant"}}})
+
+    def streamed(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["stream"] = iter(
+            [
+                {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "Noted."}}},
+                {"messageStop": {"stopReason": "end_turn"}},
+            ]
+        )
+
+    client.meta.events.register("after-call.bedrock-runtime.ConverseStream", streamed)
     with stub:
         yield BedrockProvider(client=client)
     model_choice().use(None)
+
+
+class AnsweredLinks:
+    """The deployed links (`AwsLinks`) on clients whose calls are recorded, then answered
+    here: the management API keeps each frame, Lambda accepts the hand-off, which then
+    runs the streaming worker as Lambda would."""
+
+    CONNECTION = "ZJ8mMdXiIAMCJ-w="
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+        endpoint = f"https://{WEBSOCKET_API}.execute-api.{REGION}.amazonaws.com/{WEBSOCKET_STAGE}"
+        management = boto3.client("apigatewaymanagementapi", endpoint_url=endpoint)
+        management.meta.events.register(
+            "before-call.apigatewaymanagementapi.PostToConnection", self._posted
+        )
+        functions = boto3.client("lambda", region_name=REGION)
+        functions.meta.events.register("before-call.lambda.Invoke", self._accepted)
+        self._aws = AwsLinks("WsStreamFunction", functions, management)
+
+    def _posted(self, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        self.frames.append(json.loads(params["body"]))
+        return AWSResponse(params["url"], 200, {}, None), {}
+
+    @staticmethod
+    def _accepted(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        return AWSResponse(params["url"], 202, {}, None), {"StatusCode": 202}
+
+    def connection(self, domain: str, stage: str, connection_id: str) -> Connection:
+        return self._aws.connection(domain, stage, connection_id)
+
+    def hand_off(self, payload: dict[str, Any]) -> None:
+        self._aws.hand_off(payload)
+        runtime.invoke("WsStreamFunction", payload)
+
+    def chat(
+        self, project: str, message: str, conversation: str | None = None, **headers: str
+    ) -> Any:
+        """One chat frame through the WebSocket functions; the ``done`` body."""
+        body: dict[str, Any] = {"message": message}
+        if conversation:
+            body["conversationId"] = conversation
+        frame = {"action": "chat", "projectId": project, "body": body}
+        if "Idempotency-Key" in headers:
+            frame["idempotencyKey"] = f"ws-{headers['Idempotency-Key']}"
+        self.send(json.dumps(frame))
+        assert self.frames[-1]["type"] == "done", self.frames[-1]
+        return self.frames[-1]["body"]
+
+    def send(self, body: str) -> None:
+        event = websocket_event("chat", "MESSAGE", self.CONNECTION, DEMO_USER, "ws", body=body)
+        event["requestContext"].update(apiId=WEBSOCKET_API, stage=WEBSOCKET_STAGE)
+        runtime.invoke("WsChatFunction", event)
 
 
 def call(method: str, path: str, body: Any = None, **headers: str) -> Any:
@@ -324,33 +443,48 @@ class RivalWriteFirst:
         return self._model.converse(request)
 
 
+def turns(recorder: Recorder, bedrock: BedrockProvider, say: Callable[..., Any]) -> tuple[str, str]:
+    """Turns that save and forget memory (one idempotent, one on ``latest``, one after its
+    session was pruned, one that meets its entries changed meanwhile, one through
+    Bedrock); the project and thread they ran on."""
+    project = seed_demo().project_id
+    thread = say(project, "Always keep the header dark.")["conversation"]["id"]
+    for _ in range(2):  # the retry is answered from the idempotency record
+        say(project, "Never use bright blue anywhere.", thread, **{"Idempotency-Key": "k-1"})
+    say(project, "Forget the header rule.", "latest")
+    grow_thread(DEMO_USER, project, thread, 24)
+    session_store().delete(DEMO_USER, project, thread)
+    say(project, "I prefer short answers, always.", thread)
+    model_choice().use(RivalWriteFirst(recorder, project, model_choice()("offline")))
+    say(project, "I prefer short answers, always.", thread)
+    model_choice().use(bedrock)
+    say(project, "What colour is the header?", thread)
+    model_choice().use(None)
+    return project, thread
+
+
 def run_everything(
     store: embedded.EmbeddedStore, recorder: Recorder, bedrock: BedrockProvider
 ) -> None:
-    """Every sample event; then turns that save and forget memory (one idempotent, one on
-    ``latest``, one after its session was pruned, one that meets its entries changed
-    meanwhile, one through Bedrock), thread memory and
-    an entry that expires; an export imported back in two chunks; then the schedules, the
-    worker on every job all that queued (extraction, the summary of a thread longer than
-    the window, consolidation, import chunks), the thread's deletion, the caller's erasure
-    of their data, and the project's deletion, most of it by the worker."""
-    for event_file in EVENT_FILES:
-        seed_demo()
-        runtime.invoke(function_of(event_file), load(event_file))
-    project = seed_demo().project_id
+    """Every sample event and a refused WebSocket frame; then the same turns over HTTP and
+    streamed over the WebSocket API (``turns``), thread memory and an entry that expires;
+    an export imported back in two chunks; then the schedules, the worker on every job all
+    that queued (extraction, the summary of a thread longer than the window,
+    consolidation, import chunks), the thread's deletion, the caller's erasure of their
+    data, and the project's deletion, most of it by the worker."""
+    links = AnsweredLinks()
+    stream_links().use(links)
+    try:
+        for event_file in EVENT_FILES:
+            seed_demo()
+            if kind_of(load(event_file)) != "authorizer":  # it calls no AWS API
+                runtime.invoke(function_of(event_file), load(event_file))
+        links.send("{not a frame")  # the chat route answers an error frame itself
+        for say in (chat, links.chat):  # over HTTP, then streamed over the WebSocket API
+            project, thread = turns(recorder, bedrock, say)
+    finally:
+        stream_links().use(None)
     memories = f"/projects/{project}/memories"
-    thread = chat(project, "Always keep the header dark.")["conversation"]["id"]
-    for _ in range(2):  # the retry is answered from the idempotency record
-        chat(project, "Never use bright blue anywhere.", thread, **{"Idempotency-Key": "k-1"})
-    chat(project, "Forget the header rule.", "latest")
-    grow_thread(DEMO_USER, project, thread, 24)
-    session_store().delete(DEMO_USER, project, thread)
-    chat(project, "I prefer short answers, always.", thread)
-    model_choice().use(RivalWriteFirst(recorder, project, model_choice()("offline")))
-    chat(project, "I prefer short answers, always.", thread)
-    model_choice().use(bedrock)
-    chat(project, "What colour is the header?", thread)
-    model_choice().use(None)
     note = {"value": "draft only", "category": "context", "scope": "thread"}
     call("PUT", f"{memories}/thread_note", {**note, "conversationId": thread})
     soon = clock.stamp(clock.now() + timedelta(seconds=1))
@@ -420,7 +554,8 @@ def test_every_request_a_function_makes_is_granted_by_its_own_policy(
         if not allowed(request, granted)
     )
     assert recorder.seen, "nothing was recorded"
-    assert {request.function for request in recorder.seen} == set(template.code_dirs())
+    # every function with a policy made requests (the authorizer calls no AWS API)
+    assert {request.function for request in recorder.seen} == {grant.function for grant in granted}
     assert not denied, "requests the template does not allow:\n" + "\n".join(denied)
     # And nothing is granted that no request used, save what only AWS can exercise
     unused = sorted(

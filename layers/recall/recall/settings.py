@@ -173,10 +173,27 @@ class Settings(BaseSettings):
     # Lambda timeout (25 items a batch, a few dozen batches a second).
     erase_items_per_run: int = 1_000
 
+    # Streamed replies (the WebSocket API). The first text goes out at once; later text
+    # waits until this many characters or this many seconds have gathered, so a reply is a
+    # few dozen posts to API Gateway, not one per model chunk.
+    stream_delta_min_chars: int = 120
+    stream_delta_max_seconds: float = 0.2
+    # The function that runs a streamed turn, invoked asynchronously (template: its name).
+    stream_function_name: str = ""
+    # The WebSocket $connect authorizer: the HTTP API's issuer and audiences (aud or
+    # client_id, comma-separated), and how long a container keeps the issuer's keys.
+    jwt_issuer: str = ""
+    jwt_audience: Annotated[tuple[str, ...], NoDecode] = ()
+    jwks_cache_seconds: int = 300
+    # The offline model's pause between streamed chunks: 0 streams at once; make dev can
+    # slow it to watch a reply arrive (and tests, to leave one mid-way).
+    offline_stream_chunk_seconds: float = 0.0
+
     @field_validator(
         "allowed_model_ids",
         "json_protocol_model_prefixes",
         "prompt_cache_model_prefixes",
+        "jwt_audience",
         mode="before",
     )
     @classmethod

@@ -21,6 +21,7 @@ from recall.store.sessions import SessionStore
 from recall.store.turns import TurnStore
 
 if TYPE_CHECKING:
+    from recall.api.connections import LinkChoice
     from recall.services.access import ProjectAccess
     from recall.services.chat import ChatService
     from recall.services.consolidation import ConsolidationService
@@ -69,6 +70,7 @@ def _native_provider() -> ModelProvider:
         read_timeout=settings.model_read_timeout_seconds,
         connect_timeout=settings.model_connect_timeout_seconds,
         cache_model_prefixes=settings.prompt_cache_model_prefixes,
+        offline_chunk_seconds=settings.offline_stream_chunk_seconds,
     )
 
 
@@ -308,3 +310,10 @@ def maintenance() -> Maintenance:
     from recall.services.maintenance import Maintenance
 
     return Maintenance(session_store(), memory_store(), memory_upkeep(), consolidation_service())
+
+
+@lru_cache(maxsize=1)
+def stream_links() -> LinkChoice:
+    from recall.api.connections import AwsLinks, LinkChoice
+
+    return LinkChoice(AwsLinks(get_settings().stream_function_name))

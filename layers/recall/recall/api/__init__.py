@@ -93,7 +93,7 @@ def _status_of(error: DomainError) -> int:
     return 400
 
 
-def _field_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def field_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             "field": ".".join(str(part) for part in error.get("loc", ()) if part != "body")
@@ -277,44 +277,48 @@ class JsonResolver(APIGatewayHttpResolver):
 def new_resolver() -> APIGatewayHttpResolver:
     app = JsonResolver(enable_validation=True)
 
-    def _domain_error(error: DomainError) -> Response[Any]:
-        return error_response(
-            _status_of(error),
-            error.code,
-            error.message,
-            error.details,
-            retry_after=error.retry_after,
-        )
-
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
         errors = list(error.errors())
         if any(item.get("type") == "json_invalid" for item in errors):
             return error_response(400, "malformed_json", "The request body is not valid JSON.")
         return error_response(
-            422, Invalid.code, "Some fields are not valid.", _field_details(errors)
+            422, Invalid.code, "Some fields are not valid.", field_details(errors)
         )
 
     @app.not_found
     def _no_route(error: NotFoundError) -> Response[Any]:
         return error_response(404, NotFound.code, "No such route.")
 
-    def _unexpected(error: Exception) -> Response[Any]:
-        fault = fault_of(error)
-        if fault is not None:
-            # A dependency still throttled or failing after botocore's retries: the
-            # request may be sent again, so it is a 429 or 503, never a 500.
-            logger.warning(
-                "dependency failed after its retries",
-                extra={"error_type": type(error).__name__, "status_code": _status_of(fault)},
-            )
-            return _domain_error(fault)
-        logger.exception("unexpected error")
-        return error_response(500, "internal_error", "Something went wrong on our side.")
-
-    app.exception_handler(DomainError)(_domain_error)
+    app.exception_handler(DomainError)(domain_error_response)
     app.exception_handler(RequestValidationError)(_invalid_request)
-    app.exception_handler(Exception)(_unexpected)
+    app.exception_handler(Exception)(unexpected_error_response)
     return app
+
+
+def domain_error_response(error: DomainError) -> Response[Any]:
+    """The answer to a domain error, over HTTP and in a WebSocket ``error`` frame alike."""
+    return error_response(
+        _status_of(error),
+        error.code,
+        error.message,
+        error.details,
+        retry_after=error.retry_after,
+    )
+
+
+def unexpected_error_response(error: Exception) -> Response[Any]:
+    """The answer to any other error: a dependency that kept failing is a 429 or 503."""
+    fault = fault_of(error)
+    if fault is not None:
+        # A dependency still throttled or failing after botocore's retries: the
+        # request may be sent again, so it is a 429 or 503, never a 500.
+        logger.warning(
+            "dependency failed after its retries",
+            extra={"error_type": type(error).__name__, "status_code": _status_of(fault)},
+        )
+        return domain_error_response(fault)
+    logger.exception("unexpected error")
+    return error_response(500, "internal_error", "Something went wrong on our side.")
 
 
 def page_limit(maximum_setting: str) -> Any:

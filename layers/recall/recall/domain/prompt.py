@@ -6,7 +6,8 @@ service never knows which one answered.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -86,6 +87,20 @@ class ModelReply(BaseModel):
 
 class ModelProvider(Protocol):
     def converse(self, request: ModelRequest) -> ModelReply: ...
+
+
+# Receives reply text as the model writes it, a chunk at a time, in order.
+TextSink = Callable[[str], None]
+
+
+@runtime_checkable
+class StreamingProvider(Protocol):
+    """A provider that can also hand over its reply text while it is written. The reply it
+    returns is the one ``converse`` would, so a caller that streams saves the same turn."""
+
+    def converse(self, request: ModelRequest) -> ModelReply: ...
+
+    def converse_stream(self, request: ModelRequest, on_text: TextSink) -> ModelReply: ...
 
 
 class ModelError(Exception):

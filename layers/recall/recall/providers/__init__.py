@@ -38,6 +38,7 @@ def new_provider(
     read_timeout: float = 25.0,
     connect_timeout: float = 5.0,
     cache_model_prefixes: tuple[str, ...] = (),
+    offline_chunk_seconds: float = 0.0,
 ) -> ModelProvider:
     """The provider called `name`, wrapped in the JSON protocol when asked.
 
@@ -55,7 +56,7 @@ def new_provider(
                 cache_model_prefixes=cache_model_prefixes,
             )
         case "offline":
-            provider = OfflineProvider()
+            provider = OfflineProvider(offline_chunk_seconds)
         case _:
             raise ValueError(
                 f"Unknown model provider {name!r}; expected one of {', '.join(PROVIDER_NAMES)}"

@@ -3,6 +3,8 @@
 Converse gives one request shape and native tool calling for every Bedrock chat model,
 so the chat service never learns a vendor's own format. This module is the only one
 that knows that shape, and the only one that turns Bedrock's errors into `ModelError`s.
+ConverseStream takes the same request; its events are assembled into the same reply, and
+an error raised inside the stream maps like one raised by the call.
 
 For models with prompt caching it also marks, with ``cachePoint`` blocks, where the parts
 the domain request calls stable end: after the system part and after the window. None goes
@@ -12,8 +14,9 @@ them, and Nova refuses a cache point there.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 import json
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import boto3
 from botocore.config import Config
@@ -35,6 +38,7 @@ from recall.domain.prompt import (
     ModelUnavailable,
     PromptMessage,
     StopReason,
+    TextSink,
     ToolCall,
     Usage,
 )
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
         ContentBlockTypeDef,
         ConverseRequestTypeDef,
         ConverseResponseTypeDef,
+        ConverseStreamRequestTypeDef,
         MessageTypeDef,
         SystemContentBlockTypeDef,
         ToolConfigurationTypeDef,
@@ -128,21 +133,97 @@ class BedrockProvider:
         )
         try:
             response = self.client.converse(**params)
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            code = error.get("Code", "Unknown")
-            detail = error.get("Message", "") or str(exc)
-            error_type = _ERRORS_BY_CODE.get(code, ModelError)
-            raise error_type(f"Bedrock {code} for model {request.model_id}: {detail}") from exc
-        except _TIMEOUTS as exc:
-            raise ModelTimeout(
-                f"Bedrock {type(exc).__name__} for model {request.model_id}: {exc}"
-            ) from exc
-        except BotoCoreError as exc:
-            raise ModelError(
-                f"Bedrock {type(exc).__name__} for model {request.model_id}: {exc}"
-            ) from exc
+        except (ClientError, BotoCoreError) as exc:
+            raise model_error(exc, request.model_id) from exc
         return model_reply(response)
+
+    def converse_stream(self, request: ModelRequest, on_text: TextSink) -> ModelReply:
+        """Send one ConverseStream request, hand its text to ``on_text`` as it arrives and
+        return the reply ``converse`` would have; a failure, before or during the stream,
+        raises the same `ModelError`."""
+        params = converse_params(
+            request, cache_points=caches_prompts(request.model_id, self._cache_model_prefixes)
+        )
+        try:
+            # The same request: it differs from Converse's only in a guardrail we never set.
+            response = self.client.converse_stream(**cast("ConverseStreamRequestTypeDef", params))
+            return streamed_reply(response["stream"], on_text)
+        except (ClientError, BotoCoreError) as exc:
+            raise model_error(exc, request.model_id) from exc
+
+
+def model_error(exc: ClientError | BotoCoreError, model_id: str) -> ModelError:
+    """The `ModelError` for a failed call. An error event inside a stream names its code
+    as the stream's member (``throttlingException``), the call as the exception's name."""
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code = error.get("Code", "Unknown")
+        code = code[:1].upper() + code[1:]
+        detail = error.get("Message", "") or str(exc)
+        error_type = _ERRORS_BY_CODE.get(code, ModelError)
+        return error_type(f"Bedrock {code} for model {model_id}: {detail}")
+    if isinstance(exc, _TIMEOUTS):
+        return ModelTimeout(f"Bedrock {type(exc).__name__} for model {model_id}: {exc}")
+    return ModelError(f"Bedrock {type(exc).__name__} for model {model_id}: {exc}")
+
+
+def streamed_reply(events: Iterable[Mapping[str, Any]], on_text: TextSink) -> ModelReply:
+    """The domain reply for ConverseStream's events, text handed to ``on_text`` as it comes.
+    Text blocks are joined with a newline, as ``model_reply`` joins them; a tool use's input
+    arrives as JSON text in pieces and is parsed once its block stops."""
+    texts: dict[int, str] = {}
+    tools: dict[int, dict[str, str]] = {}
+    usage: Mapping[str, Any] = {}
+    reason: Any = None
+    for event in events:
+        if "contentBlockStart" in event:
+            start = event["contentBlockStart"]
+            tool_use = start.get("start", {}).get("toolUse")
+            if tool_use:
+                tools[start["contentBlockIndex"]] = {
+                    "id": tool_use["toolUseId"],
+                    "name": tool_use["name"],
+                    "input": "",
+                }
+        elif "contentBlockDelta" in event:
+            delta = event["contentBlockDelta"]
+            index = delta["contentBlockIndex"]
+            if text := delta["delta"].get("text"):
+                if index not in texts and any(texts.values()):
+                    on_text("\n")
+                texts[index] = texts.get(index, "") + text
+                on_text(text)
+            elif "toolUse" in delta["delta"] and index in tools:
+                tools[index]["input"] += delta["delta"]["toolUse"].get("input", "")
+        elif "messageStop" in event:
+            reason = event["messageStop"].get("stopReason")
+        elif "metadata" in event:
+            usage = event["metadata"].get("usage", {})
+    tool_calls = [
+        ToolCall(id=tool["id"], name=tool["name"], input=_parsed_input(tool["input"]))
+        for _, tool in sorted(tools.items())
+    ]
+    return ModelReply(
+        text="\n".join(text for _, text in sorted(texts.items()) if text),
+        tool_calls=tool_calls,
+        usage=Usage(
+            input_tokens=usage.get("inputTokens", 0),
+            output_tokens=usage.get("outputTokens", 0),
+            cache_read_input_tokens=usage.get("cacheReadInputTokens", 0),
+            cache_write_input_tokens=usage.get("cacheWriteInputTokens", 0),
+        ),
+        stop_reason=_stop_reason(reason, has_tool_calls=bool(tool_calls)),
+    )
+
+
+def _parsed_input(text: str) -> dict[str, Any]:
+    """A streamed tool input: JSON once whole; an empty one is no arguments."""
+    if not text.strip():
+        return {}
+    try:
+        return _as_object(json.loads(text))
+    except ValueError:
+        return {"value": text}
 
 
 def converse_params(request: ModelRequest, *, cache_points: bool = False) -> ConverseRequestTypeDef:

@@ -4,6 +4,10 @@ The model is asked to answer with one JSON object holding its reply and any memo
 updates; those updates come back as the same `save_preference` / `forget_preference`
 calls a native model would make, so the chat service runs them unchanged. The updates
 arrive with the reply itself, so the turn always ends there (`end_turn`).
+
+Streamed, the raw JSON never reaches the client: with the memory tools offered the reply
+text is known only once the envelope parses, so it is handed over whole then; without
+them the inner model's text is the reply and streams through as it is written.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from recall.domain.prompt import (
     ModelRequest,
     PromptMessage,
     StopReason,
+    StreamingProvider,
+    TextSink,
     ToolCall,
 )
 from recall.domain.tools import (
@@ -62,16 +68,34 @@ class JsonProtocolProvider:
         Only the two memory tools have a JSON form; without them the request goes to the
         inner model as plain conversation and its text comes back untouched.
         """
-        offered = {tool.name for tool in request.tools} & {SAVE_PREFERENCE, FORGET_PREFERENCE}
+        offered = _offered(request)
+        return self._reply(offered, self.inner.converse(self._inner_request(request, offered)))
+
+    def converse_stream(self, request: ModelRequest, on_text: TextSink) -> ModelReply:
+        """``converse``, with the reply text handed to ``on_text``: whole once the envelope
+        parses, or as the inner model writes it when there is no envelope to parse."""
+        offered = _offered(request)
+        inner_request = self._inner_request(request, offered)
+        if not offered and isinstance(self.inner, StreamingProvider):
+            return self._reply(offered, self.inner.converse_stream(inner_request, on_text))
+        reply = self._reply(offered, self.inner.converse(inner_request))
+        if reply.text:
+            on_text(reply.text)
+        return reply
+
+    @staticmethod
+    def _inner_request(request: ModelRequest, offered: set[str]) -> ModelRequest:
         system = [*request.system, REPLY_FORMAT] if offered else request.system
-        inner_request = request.model_copy(
+        return request.model_copy(
             update={
                 "system": system,
                 "messages": [_as_plain_text(message) for message in request.messages],
                 "tools": [],
             }
         )
-        reply = self.inner.converse(inner_request)
+
+    @staticmethod
+    def _reply(offered: set[str], reply: ModelReply) -> ModelReply:
         stop_reason: StopReason = (
             "end_turn" if reply.stop_reason == "tool_use" else reply.stop_reason
         )
@@ -89,6 +113,10 @@ class JsonProtocolProvider:
             usage=reply.usage,
             stop_reason=stop_reason,
         )
+
+
+def _offered(request: ModelRequest) -> set[str]:
+    return {tool.name for tool in request.tools} & {SAVE_PREFERENCE, FORGET_PREFERENCE}
 
 
 def parse_envelope(text: str) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import re
+import time
 from typing import Final
 
 from recall.domain.memory_proposals import (
@@ -28,6 +29,7 @@ from recall.domain.prompt import (
     ModelRequest,
     PromptMessage,
     StopReason,
+    TextSink,
     ToolCall,
     ToolSpec,
     Usage,
@@ -45,6 +47,8 @@ _FORGETTING = re.compile(
 _THREAD_ONLY = re.compile(r"\b(?:in|for) (?:the rest of )?this (?:conversation|thread|chat)\b")
 _KEY_LIKE = re.compile(r"\b[a-z0-9]+(?:[_.-][a-z0-9]+)+\b")
 _CHARS_PER_TOKEN: Final = 4
+# A streamed chunk: a word and the blanks after it, roughly what a model's stream carries.
+_CHUNK = re.compile(r"\S+\s*|\s+")
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,11 @@ class MemoryEntry:
 
 
 class OfflineProvider:
-    """A `ModelProvider` that answers from the request alone."""
+    """A `ModelProvider` that answers from the request alone. Streamed, it may pause
+    ``chunk_seconds`` between chunks, so a local reply can be watched (and left) mid-way."""
+
+    def __init__(self, chunk_seconds: float = 0.0) -> None:
+        self._chunk_seconds = chunk_seconds
 
     def converse(self, request: ModelRequest) -> ModelReply:
         """Reply to the newest user message, calling memory tools when it states a rule."""
@@ -78,6 +86,15 @@ class OfflineProvider:
         prior = newest if newest is not None else len(messages)
         return self._reply(request, _summary(request.system, prior, user_text), [])
 
+    def converse_stream(self, request: ModelRequest, on_text: TextSink) -> ModelReply:
+        """The same reply as ``converse``, its text handed over a word at a time first."""
+        reply = self.converse(request)
+        for index, chunk in enumerate(stream_chunks(reply.text)):
+            if index and self._chunk_seconds > 0:
+                time.sleep(self._chunk_seconds)
+            on_text(chunk)
+        return reply
+
     def _reply(self, request: ModelRequest, text: str, calls: list[ToolCall]) -> ModelReply:
         stop_reason: StopReason = "tool_use" if calls else "end_turn"
         limit = request.max_tokens * _CHARS_PER_TOKEN
@@ -93,6 +110,11 @@ class OfflineProvider:
             ),
             stop_reason=stop_reason,
         )
+
+
+def stream_chunks(text: str) -> list[str]:
+    """The offline model's stream of ``text``: deterministic, and joined it is ``text``."""
+    return _CHUNK.findall(text)
 
 
 def memory_entries(system: list[str]) -> list[MemoryEntry]:

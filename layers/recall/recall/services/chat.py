@@ -18,6 +18,7 @@ from recall.domain.memory import MemoryEntry
 from recall.domain.messages import Message
 from recall.domain.prompt import Usage
 from recall.domain.session import Session, with_turn
+from recall.domain.turn_events import TurnListener
 from recall.domain.turn_memory import TurnMemory
 from recall.domain.turns import Exchange, checked_message, checked_model, turn_messages
 from recall.errors import Conflict, ModelFailed
@@ -87,17 +88,22 @@ class ChatService:
         text: str,
         conversation_id: str | None,
         model: str | None,
+        listener: TurnListener | None = None,
     ) -> TurnOutcome:
+        """One turn; a ``listener`` (the WebSocket stream) hears it while it runs and
+        changes nothing it saves."""
         settings = self._settings
         text = checked_message(text, settings.message_max_chars)
         model_id = checked_model(model, settings.default_model_id, settings.allowed_model_ids)
         loaded = self._loader.for_turn(user_id, project_id, conversation_id, text, clock.now())
         conversation = loaded.conversation
+        if listener is not None:
+            listener.started(conversation, loaded.created)
         request = assemble(
             loaded.context, text, model_id, settings.model_max_tokens, settings.model_temperature
         )
         memory = self._memory.turn_memory(loaded.memory)
-        exchange = self._tools.converse(request, memory, conversation.conversation_id)
+        exchange = self._tools.converse(request, memory, conversation.conversation_id, listener)
         saved, left_window, written = self._save(loaded, text, model_id, exchange, memory)
         self._followups.queue(
             self._followups.jobs_after(

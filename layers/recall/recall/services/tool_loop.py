@@ -11,12 +11,15 @@ from pydantic import ValidationError
 from recall.domain.prompt import (
     ModelError,
     ModelProvider,
+    ModelReply,
     ModelRequest,
     PromptMessage,
+    StreamingProvider,
     ToolCall,
     ToolResult,
 )
 from recall.domain.tools import FORGET_PREFERENCE, SAVE_PREFERENCE
+from recall.domain.turn_events import ToolOutcome, TurnListener
 from recall.domain.turn_memory import TurnMemory
 from recall.domain.turns import Exchange, ToolRound
 from recall.errors import DomainError
@@ -35,10 +38,17 @@ class ToolLoop:
         self._memory = memory
         self._rounds_max = rounds_max
 
-    def converse(self, request: ModelRequest, memory: TurnMemory, conversation_id: str) -> Exchange:
+    def converse(
+        self,
+        request: ModelRequest,
+        memory: TurnMemory,
+        conversation_id: str,
+        listener: TurnListener | None = None,
+    ) -> Exchange:
         """Never raises for the model's sake: a failure is kept on the exchange, so the
         turn still saves the user's message. The tools' memory changes are held in
-        ``memory`` until the turn saves them with its messages."""
+        ``memory`` until the turn saves them with its messages. A ``listener`` hears the
+        reply text as it is written and each tool call as it runs."""
         exchange = Exchange()
         provider = self._provider_for(request.model_id)
         try:
@@ -49,12 +59,20 @@ class ToolLoop:
                     if tools_allowed
                     else request.model_copy(update={"tools": [], "tool_choice": None})
                 )
-                reply = provider.converse(sent)
+                reply = _ask(provider, sent, listener)
                 exchange.usage = exchange.usage + reply.usage
                 if not (reply.tool_calls and tools_allowed):
                     exchange.reply = reply
                     break
-                results = [self._run(call, memory, conversation_id) for call in reply.tool_calls]
+                results = []
+                for call in reply.tool_calls:
+                    result = self._run(call, memory, conversation_id)
+                    results.append(result)
+                    if listener is not None:
+                        key = call.input.get("key")
+                        listener.tool(
+                            call.name, key if isinstance(key, str) else None, _outcome(call, result)
+                        )
                 exchange.rounds.append(ToolRound(reply.tool_calls, results))
                 if reply.stop_reason != "tool_use":
                     exchange.reply = reply
@@ -118,3 +136,24 @@ class ToolLoop:
         except (DomainError, KeyError, ValidationError, ValueError) as error:
             reason = error.message if isinstance(error, DomainError) else f"invalid input ({error})"
             return ToolResult(tool_call_id=call.id, content=reason, is_error=True)
+
+
+def _ask(
+    provider: ModelProvider, request: ModelRequest, listener: TurnListener | None
+) -> ModelReply:
+    """One round: streamed to the listener when there is one (whole, when the provider
+    cannot stream), else a plain call."""
+    if listener is None:
+        return provider.converse(request)
+    if isinstance(provider, StreamingProvider):
+        return provider.converse_stream(request, listener.text)
+    reply = provider.converse(request)
+    if reply.text:
+        listener.text(reply.text)
+    return reply
+
+
+def _outcome(call: ToolCall, result: ToolResult) -> ToolOutcome:
+    if result.is_error:
+        return "refused"
+    return "forgotten" if call.name == FORGET_PREFERENCE else "saved"

@@ -1,0 +1,89 @@
+"""$connect of the WebSocket API: a Lambda REQUEST authorizer that verifies the same JWT
+the HTTP API's JWT authorizer does (signature against the issuer's JWKS, ``exp``,
+``iss``, and ``aud`` or ``client_id``). Browsers cannot set headers on a WebSocket
+connect, so the token comes as ``?token=<JWT>`` or as the subprotocols
+``["bearer", "<JWT>"]``. The ``sub`` it returns is who every later frame acts as.
+
+The keys are read from ``{issuer}/.well-known/jwks.json`` (where Cognito and Auth0 publish
+them) and kept for JWKS_CACHE_SECONDS by this container's one ``PyJWKClient``."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import jwt
+
+from recall.observability import logger
+from recall.settings import get_settings
+
+ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384"]
+# The one message API Gateway turns into a 401 on the upgrade.
+UNAUTHORIZED = "Unauthorized"
+
+
+def jwks_url(issuer: str) -> str:
+    return f"{issuer.rstrip('/')}/.well-known/jwks.json"
+
+
+@lru_cache(maxsize=1)
+def signing_keys() -> jwt.PyJWKClient:
+    settings = get_settings()
+    return jwt.PyJWKClient(
+        jwks_url(settings.jwt_issuer), cache_jwk_set=True, lifespan=settings.jwks_cache_seconds
+    )
+
+
+def token_of(event: dict[str, Any]) -> str | None:
+    """The JWT from the query string, else the one after ``bearer`` in the subprotocols."""
+    query = event.get("queryStringParameters") or {}
+    if isinstance(query.get("token"), str) and query["token"].strip():
+        return str(query["token"]).strip()
+    headers = {str(key).lower(): str(value) for key, value in (event.get("headers") or {}).items()}
+    offered = [part.strip() for part in headers.get("sec-websocket-protocol", "").split(",")]
+    if "bearer" in offered[:-1]:
+        return offered[offered.index("bearer") + 1] or None
+    return None
+
+
+def verified_subject(token: str) -> str:
+    """The token's ``sub``, or `jwt.PyJWTError` when it is not one the HTTP API would take.
+    The audience is ``aud`` or, as Cognito's access tokens carry it, ``client_id``."""
+    settings = get_settings()
+    key = signing_keys().get_signing_key_from_jwt(token)
+    claims = jwt.decode(
+        token,
+        key.key,
+        algorithms=ALGORITHMS,
+        issuer=settings.jwt_issuer,
+        options={"require": ["exp", "iss", "sub"], "verify_aud": False},
+    )
+    audience = claims.get("aud", claims.get("client_id"))
+    audiences = {audience} if isinstance(audience, str) else set(audience or [])
+    if not audiences & set(settings.jwt_audience):
+        raise jwt.InvalidAudienceError("the token is for another audience")
+    subject = claims["sub"]
+    if not isinstance(subject, str) or not subject.strip():
+        raise jwt.InvalidTokenError("the token names no subject")
+    return subject
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    token = token_of(event)
+    if token is None:
+        raise Exception(UNAUTHORIZED)
+    try:
+        subject = verified_subject(token)
+    except jwt.PyJWTError as refused:
+        logger.info("connect refused", extra={"reason": type(refused).__name__})
+        raise Exception(UNAUTHORIZED) from None
+    return {
+        "principalId": subject,
+        "policyDocument": {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": event["methodArn"]}
+            ],
+        },
+        "context": {"sub": subject},
+    }

@@ -1,0 +1,79 @@
+"""The WebSocket API's routes: ``$connect`` (after the authorizer; it selects the
+``bearer`` subprotocol when the client offered it), ``$disconnect``, and ``chat`` and
+``$default``, which read the frame and, once it is a valid ``chat`` frame, hand the turn
+to the streaming worker asynchronously and return: a turn may outlive API Gateway's
+29-second integration limit. A frame that is not answers one ``error`` frame."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from recall.api import domain_error_response, unexpected_error_response
+from recall.api.stream import (
+    Connection,
+    ConnectionGone,
+    Frame,
+    FrameRefused,
+    caller_of,
+    error_frame,
+    read_frame,
+)
+from recall.errors import Unauthenticated
+from recall.observability import logger, metrics, tracer
+from recall.settings import get_settings
+from recall.wiring import stream_links
+
+OK = {"statusCode": 200}
+
+
+def connected(event: dict[str, Any]) -> dict[str, Any]:
+    headers = {str(key).lower(): str(value) for key, value in (event.get("headers") or {}).items()}
+    offered = [part.strip() for part in headers.get("sec-websocket-protocol", "").split(",")]
+    if "bearer" in offered:
+        return {**OK, "headers": {"Sec-WebSocket-Protocol": "bearer"}}
+    return OK
+
+
+def received(event: dict[str, Any]) -> dict[str, Any]:
+    context = event["requestContext"]
+    domain, stage, connection_id = context["domainName"], context["stage"], context["connectionId"]
+    connection = stream_links().connection(domain, stage, connection_id)
+    try:
+        user_id = caller_of(context.get("authorizer"))
+        frame = read_frame(event.get("body"), get_settings().request_body_max_bytes)
+        stream_links().hand_off(
+            {
+                "domainName": domain,
+                "stage": stage,
+                "connectionId": connection_id,
+                "user": user_id,
+                "frame": frame.model_dump(by_alias=True, mode="json"),
+            }
+        )
+    except FrameRefused as refused:
+        _answer(connection, refused.frame)
+    except Unauthenticated as error:
+        _answer(connection, error_frame(None, domain_error_response(error)))
+    except Exception as error:
+        _answer(connection, error_frame(None, unexpected_error_response(error)))
+    return OK
+
+
+def _answer(connection: Connection, frame: Frame) -> None:
+    with suppress(ConnectionGone):  # the client left: no one to tell
+        connection.post(frame)
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    route = event["requestContext"]["routeKey"]
+    if route == "$connect":
+        return connected(event)
+    if route == "$disconnect":
+        return OK
+    return received(event)

@@ -1,0 +1,125 @@
+"""Streamed chat over ``make dev``'s WebSocket API (``ws://127.0.0.1:<port>/ws``), end to
+end: ``python -m local.server`` in a subprocess, a real WebSocket client (``websockets``),
+the token as the subprotocols or the query string, like a browser would send it. The
+offline model pauses between chunks here, so a client can leave mid-reply."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import json
+from typing import Any
+import uuid
+
+import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+from local.server import demo_token
+from tests.conftest import wait_for
+from tests.e2e.conftest import Caller, DevServer, dev_process
+
+pytestmark = pytest.mark.e2e
+
+SLOW_CHUNKS = {"OFFLINE_STREAM_CHUNK_SECONDS": "0.05", "STREAM_DELTA_MIN_CHARS": "1"}
+
+
+@pytest.fixture(scope="module")
+def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    with dev_process(SLOW_CHUNKS, tmp_path_factory.mktemp("local-data")) as running:
+        yield running
+
+
+@pytest.fixture
+def user(dev_server: DevServer) -> Caller:
+    return Caller(dev_server.url, f"user-{uuid.uuid4().hex[:12]}")
+
+
+def ws_url(dev_server: DevServer) -> str:
+    return dev_server.url.replace("http://", "ws://") + "/ws"
+
+
+def turn(socket: ClientConnection, frame: dict[str, Any]) -> list[dict[str, Any]]:
+    """Send one chat frame; every frame answered, up to ``done`` or ``error``."""
+    socket.send(json.dumps({"action": "chat", **frame}))
+    frames: list[dict[str, Any]] = []
+    while not frames or frames[-1]["type"] not in {"done", "error"}:
+        frames.append(json.loads(socket.recv(timeout=30)))
+    return frames
+
+
+def test_two_turns_stream_over_one_connection_and_end_with_the_http_reply(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given
+    project = user.post("/projects", {"name": "Corner Shop"}).body["id"]
+    protocols: Any = ["bearer", demo_token(str(user.sub))]
+    with connect(ws_url(dev_server), subprotocols=protocols) as socket:
+        assert socket.subprotocol == "bearer"
+        # When
+        first = turn(
+            socket, {"requestId": "a", "projectId": project, "body": {"message": "Hello there!"}}
+        )
+        second = turn(
+            socket,
+            {
+                "requestId": "b",
+                "projectId": project,
+                "body": {"message": "And the header?", "conversationId": "latest"},
+            },
+        )
+    # Then
+    for frames, request_id in ((first, "a"), (second, "b")):
+        assert frames[0]["type"] == "start"
+        assert frames[-1]["type"] == "done"
+        assert {frame["requestId"] for frame in frames} == {request_id}
+        deltas = [frame["text"] for frame in frames if frame["type"] == "delta"]
+        assert len(deltas) > 1
+        assert "".join(deltas) == frames[-1]["body"]["message"]["content"]
+    conversation = first[-1]["body"]["conversation"]
+    assert second[-1]["body"]["conversation"] == {**conversation, "created": False}
+    # And the done body has the HTTP reply's shape
+    http = user.post(
+        f"/projects/{project}/chat", {"message": "once more", "conversationId": conversation["id"]}
+    )
+    assert http.status == 200
+    assert set(second[-1]["body"]) == set(http.body)
+    assert set(second[-1]["body"]["message"]) == set(http.body["message"])
+
+
+def test_a_client_that_leaves_mid_reply_finds_the_turn_in_its_thread(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given
+    project = user.post("/projects", {"name": "Corner Shop"}).body["id"]
+    url = f"{ws_url(dev_server)}?token={demo_token(str(user.sub))}"
+    # When the client leaves after the first delta
+    with connect(url) as socket:
+        message = "Tell me about the shop, in as many words as you like."
+        socket.send(
+            json.dumps({"action": "chat", "projectId": project, "body": {"message": message}})
+        )
+        start = json.loads(socket.recv(timeout=30))
+        first = json.loads(socket.recv(timeout=30))
+    assert (start["type"], first["type"]) == ("start", "delta")
+    thread = start["conversation"]["id"]
+    # Then the thread shows the whole turn once the model has finished
+    path = f"/projects/{project}/conversations/{thread}"
+
+    def saved() -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = user.get(path).body["messages"]
+        return messages
+
+    wait_for(lambda: len(saved()) == 2, 20, "the turn saved after its client left")
+    messages = saved()
+    assert [message["role"] for message in messages] == ["user", "assistant"]
+    assert messages[1]["content"].startswith(first["text"])
+    assert len(messages[1]["content"]) > len(first["text"])
+
+
+def test_a_connect_without_a_usable_token_is_refused_with_401(dev_server: DevServer) -> None:
+    with pytest.raises(InvalidStatus) as refused:
+        connect(ws_url(dev_server))
+    assert refused.value.response.status_code == 401
+    bad: Any = ["bearer", "not-a-jwt"]
+    with pytest.raises(InvalidStatus):
+        connect(ws_url(dev_server), subprotocols=bad)

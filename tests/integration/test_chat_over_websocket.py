@@ -1,0 +1,327 @@
+"""Chat turns over the WebSocket API, through the real WebSocket functions with the
+events API Gateway sends, over the embedded DynamoDB: the ``chat`` route hands the turn
+off (run here at once) and the streaming worker posts its frames to a recording
+connection. ``done`` carries exactly what ``POST /chat`` answers, ``error`` exactly its
+error body, and a turn is saved once, whether or not its client stayed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+import json
+from typing import Any
+
+import pytest
+
+from local import runtime, template
+from local.websocket import function_of, route_of, websocket_event
+from recall.api.stream import Connection, ConnectionGone, Frame
+from recall.domain.prompt import ModelReply, ModelRequest, ModelThrottled
+from recall.wiring import model_choice, stream_links
+from tests.integration.conftest import Api
+
+MakeProject = Callable[..., str]
+
+
+class RecordingLinks:
+    """The management API and the hand-off, in-process: frames kept per connection; a
+    connection told to leave after ``n`` frames answers Gone from then on."""
+
+    def __init__(self) -> None:
+        self.frames: dict[str, list[Frame]] = {}
+        self.leave_after: dict[str, int] = {}
+        self.handed_off: list[dict[str, Any]] = []
+        self.worker_answers: list[Any] = []
+
+    def connection(self, domain: str, stage: str, connection_id: str) -> Connection:
+        links = self
+
+        class Recorded:
+            def post(self, frame: Frame) -> None:
+                kept = links.frames.setdefault(connection_id, [])
+                if len(kept) >= links.leave_after.get(connection_id, 10_000):
+                    raise ConnectionGone(connection_id)
+                kept.append(json.loads(json.dumps(frame)))
+
+        return Recorded()
+
+    def hand_off(self, payload: dict[str, Any]) -> None:
+        self.handed_off.append(payload)
+        self.worker_answers.append(runtime.invoke(function_of("ws_stream"), payload))
+
+
+@pytest.fixture
+def links() -> Iterator[RecordingLinks]:
+    recording = RecordingLinks()
+    stream_links().use(recording)
+    yield recording
+    stream_links().use(None)
+
+
+class Socket:
+    """One client connection of ``api``'s user."""
+
+    count = 0
+
+    def __init__(self, api: Api, links: RecordingLinks) -> None:
+        Socket.count += 1
+        self.id = f"conn-{Socket.count}"
+        self.api = api
+        self.links = links
+
+    def send(self, frame: Any) -> list[Frame]:
+        """Send one frame; the frames the server posted for it."""
+        before = len(self.links.frames.get(self.id, []))
+        body = frame if isinstance(frame, str) else json.dumps(frame)
+        route = "chat" if isinstance(frame, dict) and frame.get("action") == "chat" else "$default"
+        event = websocket_event(route, "MESSAGE", self.id, str(self.api.sub), "ws.test", body=body)
+        assert runtime.invoke(function_of("ws_chat"), event) == {"statusCode": 200}
+        return self.links.frames.get(self.id, [])[before:]
+
+    def chat(self, project: str, message: str, **extra: Any) -> list[Frame]:
+        body: dict[str, Any] = {"message": message}
+        if "conversationId" in extra:
+            body["conversationId"] = extra.pop("conversationId")
+        return self.send({"action": "chat", "projectId": project, "body": body, **extra})
+
+
+@pytest.fixture
+def socket_of(links: RecordingLinks) -> Callable[[Api], Socket]:
+    return lambda api: Socket(api, links)
+
+
+def text_of(frames: list[Frame]) -> str:
+    return "".join(frame["text"] for frame in frames if frame["type"] == "delta")
+
+
+def test_an_editor_streams_a_turn_and_done_carries_the_reply(
+    alice: Api, make_project: MakeProject, socket_of: Callable[[Api], Socket]
+) -> None:
+    # Given
+    project = make_project(alice)
+    socket = socket_of(alice)
+    # When
+    frames = socket.chat(project, "What colour should the header be?", requestId="r-1")
+    # Then: start, deltas, done, each with the request's id
+    assert frames[0]["type"] == "start"
+    assert frames[-1]["type"] == "done"
+    assert {frame["type"] for frame in frames[1:-1]} == {"delta"}
+    assert {frame["requestId"] for frame in frames} == {"r-1"}
+    done = frames[-1]
+    assert done["status"] == 200
+    assert frames[0]["conversation"] == done["body"]["conversation"]
+    assert done["body"]["conversation"]["created"] is True
+    assert text_of(frames) == done["body"]["message"]["content"]
+    thread = done["body"]["conversation"]["id"]
+    saved = alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
+    assert [message["id"] for message in saved][-1] == done["body"]["message"]["id"]
+
+
+def test_latest_continues_the_thread_and_another_project_stays_apart(
+    alice: Api, make_project: MakeProject, socket_of: Callable[[Api], Socket]
+) -> None:
+    # Given a thread in each of two projects
+    first, second = make_project(alice), make_project(alice)
+    socket = socket_of(alice)
+    thread = socket.chat(first, "hello there")[-1]["body"]["conversation"]["id"]
+    other = socket.chat(second, "hello elsewhere")[-1]["body"]["conversation"]["id"]
+    # When
+    frames = socket.chat(first, "and again", conversationId="latest")
+    # Then
+    assert frames[0]["conversation"]["id"] == thread != other
+    assert frames[-1]["body"]["conversation"]["created"] is False
+    assert len(alice.get(f"/projects/{first}/conversations/{thread}").body["messages"]) == 4
+    assert len(alice.get(f"/projects/{second}/conversations/{other}").body["messages"]) == 2
+
+
+def test_done_is_exactly_the_http_reply_and_a_retried_frame_replays_it_without_a_second_turn(
+    alice: Api, make_project: MakeProject, socket_of: Callable[[Api], Socket]
+) -> None:
+    # Given a streamed turn with an idempotency key
+    project = make_project(alice)
+    socket = socket_of(alice)
+    first = socket.chat(project, "Never use stock photos.", idempotencyKey="k-1")
+    done = first[-1]
+    thread = done["body"]["conversation"]["id"]
+    # When the frame is sent again, and the same request over HTTP with the same key
+    again = socket.chat(project, "Never use stock photos.", idempotencyKey="k-1")
+    http = alice.post(
+        f"/projects/{project}/chat",
+        {"message": "Never use stock photos."},
+        headers={"Idempotency-Key": "k-1"},
+    )
+    # Then both answer the recorded reply, and the turn was saved once
+    assert again == [done]
+    assert http.status == 200
+    assert http.body == done["body"]
+    assert len(alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]) == 3
+
+
+def test_a_memory_tool_call_is_a_tool_frame_and_the_text_after_it_is_the_reply(
+    alice: Api, make_project: MakeProject, socket_of: Callable[[Api], Socket]
+) -> None:
+    # Given
+    project = make_project(alice)
+    # When
+    frames = socket_of(alice).chat(project, "Always keep the header dark.")
+    # Then
+    (tool,) = [frame for frame in frames if frame["type"] == "tool"]
+    assert tool["tool"] == "save_preference"
+    assert tool["outcome"] == "saved"
+    done = frames[-1]
+    assert [entry["key"] for entry in done["body"]["memoriesSaved"]] == [tool["key"]]
+    after_tool = frames[frames.index(tool) + 1 : -1]
+    assert text_of(after_tool) == done["body"]["message"]["content"]
+
+
+@pytest.mark.parametrize("role", ["viewer", None])
+def test_a_viewer_or_a_stranger_gets_the_http_403_as_an_error_frame(
+    alice: Api,
+    bob: Api,
+    make_project: MakeProject,
+    socket_of: Callable[[Api], Socket],
+    role: str | None,
+) -> None:
+    # Given
+    project = make_project(alice, {bob: role} if role else None)
+    # When
+    frames = socket_of(bob).chat(project, "let me in", requestId="r-2")
+    http = bob.post(f"/projects/{project}/chat", {"message": "let me in"})
+    # Then
+    assert frames == [{"type": "error", "requestId": "r-2", "status": 403, "body": http.body}]
+    assert http.status == 403
+
+
+def test_an_overlong_message_is_the_http_413_as_an_error_frame(
+    alice: Api, make_project: MakeProject, socket_of: Callable[[Api], Socket]
+) -> None:
+    # Given
+    project = make_project(alice)
+    message = "x" * 16_001
+    # When
+    frames = socket_of(alice).chat(project, message)
+    http = alice.post(f"/projects/{project}/chat", {"message": message})
+    # Then
+    assert http.status == 413
+    assert frames == [{"type": "error", "requestId": None, "status": 413, "body": http.body}]
+
+
+def test_a_blank_message_and_an_unknown_action_are_client_errors(
+    alice: Api, make_project: MakeProject, socket_of: Callable[[Api], Socket]
+) -> None:
+    project = make_project(alice)
+    socket = socket_of(alice)
+    blank = socket.chat(project, "   ")
+    unknown = socket.send({"action": "dance", "projectId": project, "body": {"message": "hi"}})
+    assert [frame["status"] for frame in blank + unknown] == [422, 422]
+
+
+class Throttled:
+    def converse(self, request: ModelRequest) -> ModelReply:
+        raise ModelThrottled("slow down")
+
+
+def test_a_failed_model_is_the_http_error_with_retry_after_and_the_turn_is_saved(
+    alice: Api, make_project: MakeProject, socket_of: Callable[[Api], Socket]
+) -> None:
+    # Given
+    project = make_project(alice)
+    model_choice().use(Throttled())
+    try:
+        # When
+        frames = socket_of(alice).chat(project, "are you there?")
+    finally:
+        model_choice().use(None)
+    # Then
+    error = frames[-1]
+    assert (error["type"], error["status"], error["retryAfter"]) == ("error", 503, 2)
+    assert error["body"]["error"]["code"] == "model_throttled"
+    [ids] = error["body"]["error"]["details"]
+    thread = f"/projects/{project}/conversations/{ids['conversationId']}"
+    saved = alice.get(thread).body["messages"]
+    assert [message["id"] for message in saved] == [ids["userMessageId"], ids["assistantMessageId"]]
+
+
+class Talkative:
+    """A model whose long reply streams in many small chunks, so batches go out mid-reply."""
+
+    TEXT = " ".join(f"word{n}" for n in range(300))
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        return ModelReply(text=self.TEXT)
+
+    def converse_stream(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelReply:
+        for start in range(0, len(self.TEXT), 10):
+            on_text(self.TEXT[start : start + 10])
+        return self.converse(request)
+
+
+def test_a_client_that_leaves_mid_reply_still_has_its_turn_saved_once(
+    alice: Api,
+    make_project: MakeProject,
+    socket_of: Callable[[Api], Socket],
+    links: RecordingLinks,
+) -> None:
+    # Given a client that leaves after the start frame and two deltas, mid-reply
+    project = make_project(alice)
+    socket = socket_of(alice)
+    links.leave_after[socket.id] = 3
+    model_choice().use(Talkative())
+    try:
+        # When
+        frames = socket.chat(project, "Tell me everything about the project, at length.")
+    finally:
+        model_choice().use(None)
+    # Then the client saw the beginning only, the worker knew it left, and the thread
+    # shows the whole turn, saved once
+    assert [frame["type"] for frame in frames] == ["start", "delta", "delta"]
+    assert links.worker_answers == [{"clientLeft": True}]
+    thread = frames[0]["conversation"]["id"]
+    saved = alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
+    assert [message["role"] for message in saved] == ["user", "assistant"]
+    assert saved[-1]["status"] == "complete"
+    assert saved[-1]["content"] == Talkative.TEXT
+    assert Talkative.TEXT.startswith(text_of(frames))
+
+
+def test_a_frame_on_a_connection_without_identity_is_a_401(
+    links: RecordingLinks,
+) -> None:
+    event = websocket_event("chat", "MESSAGE", "conn-anon", "", "ws.test", body="{}")
+    event["requestContext"]["authorizer"] = {}
+    runtime.invoke(function_of("ws_chat"), event)
+    (frame,) = links.frames["conn-anon"]
+    assert (frame["status"], frame["body"]["error"]["code"]) == (401, "unauthenticated")
+    assert links.handed_off == []
+
+
+def test_connect_selects_the_bearer_subprotocol_when_offered() -> None:
+    chat = function_of("ws_chat")
+    offered = websocket_event(
+        "$connect", "CONNECT", "c", "u", "ws.test", headers={"Sec-WebSocket-Protocol": "bearer, t"}
+    )
+    plain = websocket_event("$connect", "CONNECT", "c", "u", "ws.test", headers={})
+    assert runtime.invoke(chat, offered)["headers"] == {"Sec-WebSocket-Protocol": "bearer"}
+    assert "headers" not in runtime.invoke(chat, plain)
+
+
+def test_make_dev_serves_the_websocket_routes_the_template_declares() -> None:
+    # Given the template's WebSocket routes and the integration they target
+    routes = template.resources("AWS::ApiGatewayV2::Route")
+    (integration_name, integration) = next(
+        iter(template.resources("AWS::ApiGatewayV2::Integration").items())
+    )
+    # Then: the four routes local/websocket.py builds events for, all to that integration,
+    # which calls the function make dev invokes; $connect alone behind the authorizer
+    keys = {route["Properties"]["RouteKey"]: route["Properties"] for route in routes.values()}
+    assert set(keys) == {"$connect", "$disconnect", "chat", "$default"}
+    for properties in keys.values():
+        assert properties["Target"] == {"Fn::Sub": f"integrations/${{{integration_name}}}"}
+    assert integration["Properties"]["IntegrationUri"]["Fn::Sub"].count(
+        "${" + function_of("ws_chat") + ".Arn}"
+    )
+    assert keys["$connect"]["AuthorizationType"] == "CUSTOM"
+    assert all("AuthorizationType" not in keys[key] for key in ("$disconnect", "chat", "$default"))
+    api = next(iter(template.resources("AWS::ApiGatewayV2::Api").values()))
+    assert api["Properties"]["RouteSelectionExpression"] == "$request.body.action"
+    assert route_of('{"action": "chat"}') == "chat"
+    assert route_of('{"action": "dance"}') == route_of("not json") == "$default"

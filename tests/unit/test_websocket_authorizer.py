@@ -1,0 +1,185 @@
+"""The WebSocket API's $connect authorizer verifies the HTTP API's JWT with PyJWT against
+the issuer's JWKS, served here by a local HTTP server at ``{issuer}/.well-known/jwks.json``
+(no network): signature, ``exp``, ``iss`` and ``aud`` (or ``client_id``), the token from
+the query string or the subprotocols."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import json
+import threading
+import time
+from types import ModuleType
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric import rsa
+import jwt
+import pytest
+
+from local import runtime, template
+from recall.settings import Settings
+
+AUDIENCE = "recall-web"
+CONNECT_EVENT = template.ROOT / "events" / "ws_authorizer-connect.json"
+METHOD_ARN = json.loads(CONNECT_EVENT.read_text())["methodArn"]
+
+
+def new_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+KEY, OTHER_KEY = new_key(), new_key()
+
+
+class Issuer:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.fetches = 0
+
+
+@pytest.fixture
+def issuer() -> Iterator[Issuer]:
+    """An identity provider publishing KEY's public half as its JWKS."""
+    public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(KEY.public_key()))
+    document = json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]})
+    state: dict[str, Issuer] = {}
+
+    class Jwks(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            found = self.path == "/.well-known/jwks.json"
+            state["issuer"].fetches += found
+            self.send_response(200 if found else 404)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(document.encode() if found else b"{}")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    state["issuer"] = Issuer(f"http://127.0.0.1:{server.server_address[1]}")
+    yield state["issuer"]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def authorizer(issuer: Issuer, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    module = runtime.handler_module("WsAuthorizerFunction")
+    settings = Settings(jwt_issuer=issuer.url, jwt_audience=(AUDIENCE, "other-client"))
+    monkeypatch.setattr(module, "get_settings", lambda: settings)
+    module.signing_keys.cache_clear()
+    yield module
+    module.signing_keys.cache_clear()
+
+
+def token(issuer: Issuer, key: rsa.RSAPrivateKey = KEY, **claims: Any) -> str:
+    payload = {
+        "sub": "user-1",
+        "iss": issuer.url,
+        "aud": AUDIENCE,
+        "exp": int(time.time()) + 300,
+        **claims,
+    }
+    return jwt.encode(
+        {name: value for name, value in payload.items() if value is not None},
+        key,
+        algorithm="RS256",
+        headers={"kid": "k1"},
+    )
+
+
+def connect(
+    module: ModuleType, query: str | None = None, protocols: str | None = None
+) -> dict[str, Any]:
+    """The sample event ``events/ws_authorizer-connect.json`` with the token put in."""
+    event: dict[str, Any] = json.loads(CONNECT_EVENT.read_text())
+    event["headers"].pop("Sec-WebSocket-Protocol")
+    if query is not None:
+        event["queryStringParameters"] = {"token": query}
+    if protocols is not None:
+        event["headers"]["Sec-WebSocket-Protocol"] = protocols
+    result: dict[str, Any] = module.lambda_handler(event, None)
+    return result
+
+
+def refused(module: ModuleType, **where: str) -> None:
+    with pytest.raises(Exception, match=r"^Unauthorized$"):
+        connect(module, **where)
+
+
+def test_a_valid_token_in_the_query_string_allows_the_connect_as_its_subject(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    # When
+    answer = connect(authorizer, query=token(issuer))
+    # Then
+    assert answer["principalId"] == "user-1"
+    assert answer["context"] == {"sub": "user-1"}
+    (statement,) = answer["policyDocument"]["Statement"]
+    assert statement == {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": METHOD_ARN}
+
+
+def test_a_valid_token_after_bearer_in_the_subprotocols_allows_the_connect(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    answer = connect(authorizer, protocols=f"bearer, {token(issuer)}")
+    assert answer["principalId"] == "user-1"
+
+
+def test_the_issuers_keys_are_fetched_once_per_container(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    # When
+    for _ in range(3):
+        connect(authorizer, query=token(issuer))
+    # Then
+    assert issuer.fetches == 1
+
+
+def test_a_cognito_access_token_names_its_audience_as_client_id(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    answer = connect(authorizer, query=token(issuer, aud=None, client_id="other-client"))
+    assert answer["principalId"] == "user-1"
+
+
+def test_no_token_is_refused(authorizer: ModuleType) -> None:
+    refused(authorizer)
+    refused(authorizer, protocols="bearer")
+    refused(authorizer, protocols="graphql-ws")
+
+
+def test_an_expired_token_is_refused(authorizer: ModuleType, issuer: Issuer) -> None:
+    refused(authorizer, query=token(issuer, exp=int(time.time()) - 60))
+
+
+def test_a_token_without_exp_is_refused(authorizer: ModuleType, issuer: Issuer) -> None:
+    refused(authorizer, query=token(issuer, exp=None))
+
+
+def test_a_token_from_another_issuer_is_refused(authorizer: ModuleType, issuer: Issuer) -> None:
+    refused(authorizer, query=token(issuer, iss="https://elsewhere.example"))
+
+
+def test_a_token_for_another_audience_is_refused(authorizer: ModuleType, issuer: Issuer) -> None:
+    refused(authorizer, query=token(issuer, aud="someone-else"))
+
+
+def test_a_token_signed_by_another_key_is_refused(authorizer: ModuleType, issuer: Issuer) -> None:
+    refused(authorizer, query=token(issuer, key=OTHER_KEY))
+
+
+def test_an_unsigned_demo_token_is_refused(authorizer: ModuleType) -> None:
+    from local.server import demo_token
+
+    refused(authorizer, query=demo_token("user-1"))
+
+
+def test_the_keys_are_read_from_the_issuers_well_known_jwks() -> None:
+    module = runtime.handler_module("WsAuthorizerFunction")
+    assert module.jwks_url("https://idp.example/pool/") == (
+        "https://idp.example/pool/.well-known/jwks.json"
+    )
