@@ -43,6 +43,7 @@ const state = {
   project: null,
   threads: [],
   threadsCursor: null,
+  threadsAsked: 0,
   archived: false,
   conversation: null,
   olderCursor: null,
@@ -260,8 +261,10 @@ async function loadThreads(more = false) {
   const query = new URLSearchParams({ limit: String(PAGE) });
   if (more && state.threadsCursor) query.set("cursor", state.threadsCursor);
   if (state.archived) query.set("archived", "true");
+  state.threadsAsked += 1;
+  const asked = state.threadsAsked;
   const page = await attempt("load your conversations", () => get(projectPath(`/conversations?${query}`)));
-  if (!page) return;
+  if (!page || asked !== state.threadsAsked) return; // a later load answers instead
   state.threads = more ? [...state.threads, ...page.conversations] : page.conversations;
   state.threadsCursor = page.nextCursor;
   renderThreads();
@@ -407,8 +410,11 @@ function markCleared() {
   const after = localStorage.getItem(`recall.cleared.${state.conversation.id}`);
   document.querySelectorAll(".marker").forEach((node) => node.remove());
   if (!after) return;
-  const anchor = [...document.querySelectorAll("#message-list .message")].find((node) => node.dataset.id === after);
-  if (anchor) anchor.after(clearedMarker());
+  // The marker is a time-ordered id like the messages': it goes after the last one older.
+  const saved = [...document.querySelectorAll("#message-list .message[data-id]")];
+  const older = saved.filter((node) => node.dataset.id <= after);
+  if (older.length) older[older.length - 1].after(clearedMarker());
+  else if (saved.length && !state.olderCursor) $("message-list").prepend(clearedMarker());
 }
 
 function clearedMarker() {
