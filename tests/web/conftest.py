@@ -10,7 +10,7 @@ from pathlib import Path
 import shutil
 import uuid
 
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
 import pytest
 
 from local import template
@@ -26,8 +26,8 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
+DESKTOP = ViewportSize(width=1280, height=800)
+PHONE = ViewportSize(width=390, height=844)
 SCREENSHOTS = template.ROOT / "docs" / "screenshots"
 ALLOWED_ORIGIN = "http://console.example"
 # Low, so a seeded thread crosses it in a few turns; the console learns it from the reply.

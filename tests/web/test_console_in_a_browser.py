@@ -49,7 +49,7 @@ def seed_turns(owner: Caller, project: str, messages: list[str]) -> str:
         reply = owner.post(f"/projects/{project}/chat", body)
         assert reply.status == 200, reply
         thread = reply.body["conversation"]["id"]
-    assert thread is not None
+    assert isinstance(thread, str)
     return thread
 
 
