@@ -4,9 +4,10 @@ configured origins (CORS_ALLOWED_ORIGINS, like the template's CorsAllowedOrigins
 from __future__ import annotations
 
 import http.client
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from local import server, template
+from local import server, static, template
 from tests.e2e.conftest import DevServer
 from tests.web.conftest import ALLOWED_ORIGIN
 
@@ -145,3 +146,22 @@ def test_the_template_turns_cors_on_only_for_the_origins_given() -> None:
     assert set(configured["AllowHeaders"]) >= {"authorization", "content-type", "idempotency-key"}
     assert set(configured["ExposeHeaders"]) >= {"location", "retry-after"}
     assert "AllowCredentials" not in configured  # bearer tokens, never cookies
+
+
+def test_a_link_out_of_the_folder_or_a_dot_file_is_never_served(tmp_path: Path) -> None:
+    # Given
+    root = tmp_path / "web"
+    root.mkdir()
+    (tmp_path / "secret.js").write_text("secret")
+    (root / "outside.js").symlink_to(tmp_path / "secret.js")
+    (root / ".hidden.js").write_text("hidden")
+    (root / "app.js").write_text("shown")
+    # When
+    found = {
+        path: static.console_file("GET", path, root)
+        for path in ("/outside.js", "/.hidden.js", "/app.js")
+    }
+    # Then
+    assert found["/outside.js"] is None
+    assert found["/.hidden.js"] is None
+    assert found["/app.js"] is not None and found["/app.js"].body == b"shown"
