@@ -51,7 +51,7 @@ def console_file(method: str, path: str, root: Path = WEB) -> StaticFile | None:
     if "\\" in decoded or "\x00" in decoded:
         return None
     parts = PurePosixPath(decoded).parts[1:]
-    if any(part in {".", ".."} or part.startswith(".") for part in parts):
+    if any(part.startswith(".") for part in parts):  # dot files, and . and ..
         return None
     relative = PurePosixPath(*parts, INDEX) if decoded.endswith("/") else PurePosixPath(*parts)
     base = root.resolve()
