@@ -9,7 +9,7 @@ from collections.abc import Callable
 import re
 from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
@@ -91,6 +91,10 @@ def test_a_person_signs_in_makes_a_project_and_a_rule_said_in_chat_lands_in_memo
     expect(entry).to_contain_text("explicit")
     expect(page.locator("#memory-count")).to_have_text("1 of 50")
     shoot(page, "desktop-chat")
+    page.reload()
+    page.wait_for_selector("body[data-ready]")
+    open_thread(page, RULE)
+    expect(page.locator(".message.tool .chip")).to_have_text("saved: header_dark")
     page.set_viewport_size(PHONE)
     page.locator("#phone-tabs").get_by_role("button", name="Chat").click()
     shoot(page, "phone-chat")
@@ -225,6 +229,37 @@ def test_a_thread_is_archived_renamed_and_restored(
     page.locator("#confirm").get_by_role("button", name="Delete").click()
     # Then
     expect(page.locator("#thread-list .thread .title")).to_have_text(["Homepage ideas"])
+
+
+def test_a_slow_thread_list_never_replaces_a_newer_one(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given: the archived list is held back until the test lets it go
+    owner = api(user)
+    project = seed_project(owner)
+    assert owner.post(f"/projects/{project}/conversations", {"title": "Live"}).status == 201
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    page.route(re.compile(r".*/conversations\?.*archived=true.*"), hold)
+    sign_in(page, console, user)
+    expect(page.locator("#thread-list .thread .title")).to_have_text(["Live"])
+    # When: archived asked, then the live list asked again before the first answers
+    page.get_by_label("Archived").check()
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    page.get_by_label("Archived").uncheck()
+    expect(page.locator("#thread-list .thread .title")).to_have_text(["Live"])
+    for route in held:
+        route.continue_()
+    page.wait_for_load_state("networkidle")
+    # Then
+    assert len(held) == 1
+    expect(page.locator("#thread-list .thread .title")).to_have_text(["Live"])
 
 
 def test_threads_come_fifty_at_a_time_with_more(
@@ -367,6 +402,7 @@ def test_the_context_preview_shows_each_layer_and_clearing_marks_the_thread(
     page.wait_for_selector("body[data-ready]")
     open_thread(page, RULE)
     expect(page.locator("#message-list .marker")).to_have_count(1)
+    expect(page.locator("#message-list > li").last).to_have_class("marker")
 
 
 def test_a_refused_turn_is_shown_failed_in_words_with_a_retry(
