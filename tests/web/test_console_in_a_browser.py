@@ -419,3 +419,23 @@ def test_a_refused_turn_is_shown_failed_in_words_with_a_retry(
     expect(reply.get_by_role("button", name="Retry")).to_be_visible()
     words = reply.locator(".error-words").text_content() or ""
     assert "message" in words.lower(), words
+
+
+def test_older_messages_load_when_scrolled_to_the_top(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given: 27 turns, 54 messages, more than one page of 50
+    owner = api(user)
+    project = seed_project(owner)
+    seed_turns(owner, project, [f"Note {n}" for n in range(27)])
+    sign_in(page, console, user)
+    open_thread(page, "Note 0")
+    messages = page.locator("#message-list .message")
+    expect(messages).to_have_count(50)
+    expect(messages.first).not_to_contain_text("Note 0")
+    # When
+    page.locator("#messages").evaluate("box => { box.scrollTop = 0; }")
+    # Then
+    expect(messages).to_have_count(54)
+    expect(messages.first).to_contain_text("Note 0")
+    expect(page.get_by_role("button", name="Load older messages")).to_be_hidden()
