@@ -111,6 +111,7 @@ def test_the_reply_streams_in_over_the_websocket_before_the_turn_is_done(
     # Given
     seed_project(api(user))
     sign_in(page, console, user)
+    say(page, RULE)
     page.evaluate(
         """() => {
           window.seen = [];
@@ -125,10 +126,9 @@ def test_the_reply_streams_in_over_the_websocket_before_the_turn_is_done(
         }"""
     )
     # When
-    say(page, RULE)
     reply = say(page, "Tell me about the header colour, please, in a few sentences.")
     # Then: text showed while the turn was still streaming, and it grew into the final
-    final = reply.locator(".text").text_content()
+    final = reply.locator(".text").text_content() or ""
     seen = page.evaluate("window.seen")
     partial = [state["text"] for state in seen if state["streaming"] and state["text"]]
     assert partial, "no reply text was shown before the done frame"
@@ -166,6 +166,10 @@ def test_memory_entries_are_edited_forgotten_and_their_history_shown(
     expect(history.locator('li[data-action="created"]')).to_contain_text("warm and brief")
     expect(history.locator('li[data-action="updated"]')).to_contain_text("was: warm and brief")
     shoot(page, "desktop-memory-history")
+    page.set_viewport_size(PHONE)
+    page.locator("#phone-tabs").get_by_role("button", name="Memory").click()
+    expect(entry).to_be_visible()
+    shoot(page, "phone-memory")
     # When: forgotten, after confirming
     entry.get_by_role("button", name="Forget").click()
     page.locator("#confirm").get_by_role("button", name="Forget").click()
