@@ -10,7 +10,7 @@ from pathlib import Path
 import shutil
 import uuid
 
-from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 import pytest
 
 from local import template
@@ -32,7 +32,8 @@ SCREENSHOTS = template.ROOT / "docs" / "screenshots"
 ALLOWED_ORIGIN = "http://console.example"
 # Low, so a seeded thread crosses it in a few turns; the console learns it from the reply.
 NUDGE_THRESHOLD_TURNS = 4
-WAIT_MS = 15_000
+WAIT_MS = 15_000  # a busy CI machine; every wait ends as soon as its condition holds
+expect.set_options(timeout=WAIT_MS)
 
 
 @pytest.fixture(scope="session")
@@ -92,7 +93,7 @@ def sign_in(page: Page, console: DevServer, user: str) -> None:
     page.goto(console.url + "/")
     page.get_by_label("Another name").fill(user)
     page.get_by_role("button", name="Sign in", exact=True).click()
-    page.wait_for_selector("body[data-ready]")
+    page.wait_for_selector('body[data-ready="console"]')
 
 
 def shoot(page: Page, name: str) -> None:

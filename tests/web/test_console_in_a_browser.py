@@ -5,7 +5,9 @@ views land in docs/screenshots/ for the README."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
+import json
 import re
 from typing import Any
 
@@ -92,7 +94,7 @@ def test_a_person_signs_in_makes_a_project_and_a_rule_said_in_chat_lands_in_memo
     expect(page.locator("#memory-count")).to_have_text("1 of 50")
     shoot(page, "desktop-chat")
     page.reload()
-    page.wait_for_selector("body[data-ready]")
+    page.wait_for_selector('body[data-ready="console"]')
     open_thread(page, RULE)
     expect(page.locator(".message.tool .chip")).to_have_text("saved: header_dark")
     page.set_viewport_size(PHONE)
@@ -403,7 +405,7 @@ def test_the_context_preview_shows_each_layer_and_clearing_marks_the_thread(
     expect(page.locator("#message-list .marker")).to_contain_text("Context cleared")
     expect(view.locator('[data-layer="window"]')).to_contain_text("(empty)")
     page.reload()
-    page.wait_for_selector("body[data-ready]")
+    page.wait_for_selector('body[data-ready="console"]')
     open_thread(page, RULE)
     expect(page.locator("#message-list .marker")).to_have_count(1)
     expect(page.locator("#message-list > li").last).to_have_class("marker")
@@ -443,3 +445,21 @@ def test_older_messages_load_when_scrolled_to_the_top(
     expect(messages).to_have_count(54)
     expect(messages.first).to_contain_text("Note 0")
     expect(page.get_by_role("button", name="Load older messages")).to_be_hidden()
+
+
+def test_a_pasted_token_the_api_refuses_is_said_in_words(page: Page, console: DevServer) -> None:
+    # Given: a JWT whose exp has passed, which the API answers 401
+    expired = ".".join(
+        base64.urlsafe_b64encode(json.dumps(part).encode()).rstrip(b"=").decode()
+        for part in ({"alg": "HS256", "typ": "JWT"}, {"sub": "late", "exp": 1}, "x")
+    )
+    page.goto(console.url + "/")
+    # When
+    page.get_by_label("Paste a JWT from your identity provider").fill(expired)
+    page.get_by_role("button", name="Use this token").click()
+    # Then
+    expect(page.locator("#alerts .alert")).to_contain_text(
+        "Could not sign in (the API refused the token): Unauthorized"
+    )
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    expect(page.locator("#console")).to_be_hidden()
