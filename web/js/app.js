@@ -161,7 +161,7 @@ function renderSignIn() {
   $("sign-in").hidden = false;
   $("api-origin").textContent = session.apiBase;
   $("sign-in-local").hidden = !session.isLocal;
-  document.body.dataset.ready = "true";
+  document.body.dataset.ready = "sign-in";
   const users = $("demo-users");
   users.replaceChildren(
     ...session.DEMO_USERS.map((user) =>
@@ -913,6 +913,7 @@ function wire() {
 }
 
 async function start() {
+  delete document.body.dataset.ready;
   const token = session.token();
   const claims = token ? session.claimsOf(token) : null;
   if (!claims || typeof claims.sub !== "string") {
@@ -938,11 +939,12 @@ async function start() {
       session.signOut();
       renderSignIn();
       showError(error, "sign in (the API refused the token)");
+      return;
     } else {
       showError(error, "load your projects");
     }
   }
-  document.body.dataset.ready = "true";
+  document.body.dataset.ready = "console"; // what the browser tests wait for
 }
 
 wire();
