@@ -463,3 +463,4 @@ def test_a_pasted_token_the_api_refuses_is_said_in_words(page: Page, console: De
     )
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     expect(page.locator("#console")).to_be_hidden()
+    expect(page.locator("body")).to_have_attribute("data-ready", "sign-in")
