@@ -728,9 +728,16 @@ async function loadContext() {
   const layer = (name, id, content) =>
     el("section", { class: "layer", dataset: { layer: id } }, el("h3", {}, name), content);
   const text = (value) => (value ? el("pre", {}, value) : el("p", { class: "empty" }, "(empty)"));
+  const systemParts = preview.system.filter((part) => part !== preview.memoryBlock && part !== preview.projectContext);
   view.replaceChildren(
     el("p", { class: "tokens", dataset: { tokens: String(preview.tokenEstimate) } }, `≈ ${preview.tokenEstimate.toLocaleString()} tokens for ${preview.model}`),
-    layer("System", "system", el("div", {}, preview.system.length ? preview.system.map((part) => el("pre", {}, part)) : text(""))),
+    // The system parts besides the memory block and project context, shown in their own layers.
+    el(
+      "details",
+      { class: "layer", dataset: { layer: "system" } },
+      el("summary", {}, el("h3", {}, `System (${systemParts.length} parts, folded)`)),
+      systemParts.map((part) => el("pre", {}, part)),
+    ),
     layer("Memory block", "memory", text(preview.memoryBlock)),
     layer("Project context", "project", text(preview.projectContext)),
     layer("Summary", "summary", text(preview.summary)),
