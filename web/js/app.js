@@ -735,7 +735,7 @@ async function loadContext() {
     el(
       "details",
       { class: "layer", dataset: { layer: "system" } },
-      el("summary", {}, el("h3", {}, `System (${systemParts.length} parts, folded)`)),
+      el("summary", {}, el("h3", {}, `System (${systemParts.length} parts)`)),
       systemParts.map((part) => el("pre", {}, part)),
     ),
     layer("Memory block", "memory", text(preview.memoryBlock)),
