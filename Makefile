@@ -14,7 +14,7 @@ EVENT ?= events/projects-list.json
 JOB ?= drain
 
 .DEFAULT_GOAL := help
-.PHONY: help install dev dev-reset job test test-web unit lint format typecheck template-lint pytest invoke openapi \
+.PHONY: help install dev dev-reset job test test-web screenshots unit lint format typecheck template-lint pytest invoke openapi \
 	bench eval check-wheels install-deploy check-deploy install-scan scan lock clean
 
 help: ## List the targets
@@ -42,8 +42,11 @@ job: install ## Run one job once: JOB=consolidate|prune-sessions|expire-memories
 test: install lint typecheck template-lint pytest test-web ## Every check: ruff, mypy, cfn-lint, the tests (all but tests/deploy)
 
 # Needs /usr/bin/chromium (the README's install step: apt-get install -y chromium).
-test-web: install ## The web console in headless Chromium against make dev's server; screenshots to docs/screenshots
+test-web: install ## The web console in headless Chromium against make dev's server
 	$(PY) -m pytest tests/web
+
+screenshots: install ## Run the browser tests and rewrite docs/screenshots/ from what they see
+	UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/web
 
 unit: install ## Only the unit tests: no DynamoDB, a few seconds
 	$(PY) -m pytest tests/unit

@@ -6,8 +6,10 @@ and ``.ci/run`` install ``chromium`` from the distribution."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+import os
 from pathlib import Path
 import shutil
+import tempfile
 import uuid
 
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
@@ -29,6 +31,7 @@ CHROMIUM_FLAGS = [
 DESKTOP = ViewportSize(width=1280, height=800)
 PHONE = ViewportSize(width=390, height=844)
 SCREENSHOTS = template.ROOT / "docs" / "screenshots"
+TAKEN = Path(tempfile.gettempdir()) / "recall-console-screenshots"
 ALLOWED_ORIGIN = "http://console.example"
 # Low, so a seeded thread crosses it in a few turns; the console learns it from the reply.
 NUDGE_THRESHOLD_TURNS = 4
@@ -97,6 +100,9 @@ def sign_in(page: Page, console: DevServer, user: str) -> None:
 
 
 def shoot(page: Page, name: str) -> None:
-    """A screenshot for the README, kept in docs/screenshots/."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+    """A screenshot for the README: rewritten in docs/screenshots/ with UPDATE_SCREENSHOTS=1
+    (``make screenshots``), else taken into a temporary folder so a test run leaves the
+    checkout clean (each run's user names and times differ)."""
+    folder = SCREENSHOTS if os.environ.get("UPDATE_SCREENSHOTS") == "1" else TAKEN
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"))
