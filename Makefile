@@ -14,7 +14,7 @@ EVENT ?= events/projects-list.json
 JOB ?= drain
 
 .DEFAULT_GOAL := help
-.PHONY: help install dev dev-reset job test unit lint format typecheck template-lint pytest invoke openapi \
+.PHONY: help install dev dev-reset job test test-web screenshots unit lint format typecheck template-lint pytest invoke openapi \
 	bench bench-import eval check-wheels install-deploy check-deploy install-scan scan lock clean
 
 help: ## List the targets
@@ -28,7 +28,7 @@ $(INSTALLED): requirements-dev.txt layers/recall/requirements.txt
 
 install: $(INSTALLED) ## Create .venv with the pinned requirements-dev.txt (again only when it changes)
 
-dev: install ## Serve the API on http://127.0.0.1:3000 (PORT=…), the worker and the schedules; data kept in .local-data
+dev: install ## Serve the API and the web console on http://127.0.0.1:3000 (PORT=…), the worker and the schedules; data kept in .local-data
 	PORT=$(PORT) $(PY) -m local.server
 
 dev-reset: install ## Like dev, but first forget what earlier runs kept (.local-data)
@@ -39,7 +39,14 @@ dev-reset: install ## Like dev, but first forget what earlier runs kept (.local-
 job: install ## Run one job once: JOB=consolidate|prune-sessions|expire-memories|drain
 	PORT=$(PORT) $(PY) -m local.job $(JOB)
 
-test: install lint typecheck template-lint pytest ## Every check: ruff, mypy, cfn-lint, the tests (all but tests/deploy)
+test: install lint typecheck template-lint pytest test-web ## Every check: ruff, mypy, cfn-lint, the tests (all but tests/deploy)
+
+# Needs /usr/bin/chromium (the README's install step: apt-get install -y chromium).
+test-web: install ## The web console in headless Chromium against make dev's server
+	$(PY) -m pytest tests/web
+
+screenshots: install ## Run the browser tests and rewrite docs/screenshots/ from what they see
+	UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/web
 
 unit: install ## Only the unit tests: no DynamoDB, a few seconds
 	$(PY) -m pytest tests/unit

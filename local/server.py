@@ -29,7 +29,7 @@ import warnings
 
 import boto3
 
-from local import embedded, runtime, template, websocket
+from local import cors, embedded, runtime, static, template, websocket
 from local.background import Background, job_names, run_job
 from local.snapshot import Snapshots
 from recall.settings import get_settings
@@ -158,13 +158,21 @@ def handle(
     store: embedded.EmbeddedStore | None = None,
 ) -> Reply:
     """One request through API Gateway's steps: route, authorize, build the event, invoke.
-    With ``store``, the local-only job route is served too."""
+    With ``store``, the local-only job route is served too; a path no route takes may be
+    one of the web console's files (``local/static.py``)."""
     path, _, query = target.partition("?")
+    if cors.is_preflight(method, headers):
+        return Reply(204, cors.preflight_headers(headers.get("origin")))
     if store is not None and path.startswith(LOCAL_JOBS):
         return local_job(method, path, store)
     found = runtime.match_route(method, path)
-    if found is None:
-        return Reply.of_json(404, NOT_FOUND)
+    if found is None:  # not the API's: the web console's files, else API Gateway's 404
+        page = static.console_file(method, path)
+        return (
+            Reply.of_json(404, NOT_FOUND)
+            if page is None
+            else Reply(200, page.headers, [], page.body)
+        )
     route, _ = found
     sub = None
     if route.route_key not in open_routes():
@@ -206,6 +214,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         else:
             self.close_connection = True
             reply = Reply.of_json(400, BAD_REQUEST)
+        reply.headers.update(cors.answer_headers(headers.get("origin")))
         elapsed = (time.perf_counter() - started) * 1000
         print(f"{self.command} {self.path} {reply.status} {elapsed:.0f}ms", flush=True)
         self.send_response(reply.status)
@@ -348,6 +357,7 @@ def main() -> int:
         else "Data kept in memory only (LOCAL_DATA_DIR is empty)",
         flush=True,
     )
+    print(f"Web console on {api.url}/ (local sign-in, no password)", flush=True)
     print(
         f"Recall API ready on {api.url} (Ctrl-C stops) - try: "
         f"curl -H 'Authorization: Bearer {demo_token('demo-user')}' {api.url}/projects",

@@ -101,6 +101,9 @@ class Settings(BaseSettings):
     # nothing), written at most this many seconds after a write.
     local_data_dir: str = ".local-data"
     local_snapshot_seconds: float = 2.0
+    # Origins (scheme://host[:port]) whose pages may call make dev's API, like the template's
+    # CorsAllowedOrigins: none by default, so only the console make dev serves itself.
+    cors_allowed_origins: Annotated[tuple[str, ...], NoDecode] = ()
 
     # Model
     model_provider: Literal["offline", "bedrock"] = "offline"
@@ -194,6 +197,7 @@ class Settings(BaseSettings):
         "json_protocol_model_prefixes",
         "prompt_cache_model_prefixes",
         "jwt_audience",
+        "cors_allowed_origins",
         mode="before",
     )
     @classmethod

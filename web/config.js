@@ -1,0 +1,13 @@
+// Where the console finds the API. Served by `make dev`, leave both empty: the API is this
+// page's own origin and the WebSocket is its /ws path. Hosted apart from a deployed API,
+// set them (or open the page with ?api=…&ws=…, remembered in this browser):
+//   apiBase: "https://{apiId}.execute-api.{region}.amazonaws.com",
+//   webSocketUrl: "wss://{wsApiId}.execute-api.{region}.amazonaws.com/{stage}",
+// and list the page's origin in the stack's CorsAllowedOrigins parameter.
+export const config = {
+  apiBase: "",
+  webSocketUrl: "",
+  // The API's defaults (NUDGE_THRESHOLD_TURNS, MEMORY_CAP); a chat reply's nudge corrects the first.
+  nudgeThresholdTurns: 120,
+  memoryCap: 50,
+};

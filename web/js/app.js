@@ -1,0 +1,958 @@
+// The console: projects, threads, the chat, memory and the model's view, over the API.
+// The DOM is built from text nodes only (never HTML from the API), so nothing a user or
+// the model wrote can run as markup.
+import { config } from "../config.js";
+import { ApiError, enc, get, request, send } from "./api.js";
+import * as session from "./session.js";
+import { Turns } from "./turns.js";
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (name === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined && child !== false) node.append(child);
+  }
+  return node;
+}
+
+const CATEGORIES = ["brand", "preferences", "forbidden", "context", "history"];
+const PERIODS = [
+  ["today", "Today", ["today"]],
+  ["yesterday", "Yesterday", ["yesterday"]],
+  ["week", "This week", ["previous7Days"]],
+  ["earlier", "Earlier", ["previous30Days", "older", null, undefined]],
+];
+const PAGE = 50;
+const SIDE_VIEWS = ["memory", "context", "project"];
+const REASONS = {
+  viewer: "You are a viewer of this project: you can read everything here but not change it.",
+  notOwner: "Only the project's owners rename it and manage its members.",
+};
+
+const state = {
+  user: null,
+  projects: [],
+  project: null,
+  threads: [],
+  threadsCursor: null,
+  threadsAsked: 0,
+  archived: false,
+  conversation: null,
+  olderCursor: null,
+  loadingOlder: false,
+  memories: [],
+  threshold: config.nudgeThresholdTurns,
+  sending: false,
+};
+
+const turns = new Turns((how) => {
+  $("transport").textContent =
+    how === "socket"
+      ? "Replies stream over the WebSocket API."
+      : "Streaming unavailable: replies arrive whole over HTTP.";
+});
+
+// ---------- words for errors, dialogs ----------
+
+function showError(error, doing) {
+  const words = error instanceof ApiError ? error.words : String(error && error.message ? error.message : error);
+  const alert = el(
+    "div",
+    { class: "alert", dataset: { code: error && error.code ? error.code : "error" } },
+    el("span", {}, doing ? `Could not ${doing}: ${words}` : words),
+    el("button", { type: "button", "aria-label": "Dismiss", onclick: () => alert.remove() }, "×"),
+  );
+  $("alerts").append(alert);
+  while ($("alerts").children.length > 3) $("alerts").firstElementChild.remove();
+  setTimeout(() => alert.remove(), 15000);
+}
+
+function showNote(words) {
+  const note = el("div", { class: "alert note" }, el("span", {}, words),
+    el("button", { type: "button", "aria-label": "Dismiss", onclick: () => note.remove() }, "×"));
+  $("alerts").append(note);
+  setTimeout(() => note.remove(), 6000);
+}
+
+/** Run an action, and say in words what failed; returns undefined on failure. */
+async function attempt(doing, action) {
+  try {
+    return await action();
+  } catch (error) {
+    showError(error, doing);
+    return undefined;
+  }
+}
+
+function confirmed(text, action = "Confirm") {
+  const dialog = $("confirm");
+  $("confirm-text").textContent = text;
+  $("confirm-ok").textContent = action;
+  dialog.returnValue = "";
+  dialog.showModal();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+  });
+}
+
+function asked(label, value = "") {
+  const dialog = $("ask");
+  $("ask-label").textContent = label;
+  $("ask-input").value = value;
+  dialog.returnValue = "";
+  dialog.showModal();
+  $("ask-input").select();
+  return new Promise((resolve) => {
+    dialog.addEventListener(
+      "close",
+      () => resolve(dialog.returnValue === "ok" && $("ask-input").value.trim() ? $("ask-input").value.trim() : null),
+      { once: true },
+    );
+  });
+}
+
+function when(iso) {
+  if (!iso) return "";
+  return new Date(iso).toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+}
+
+function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const canEdit = () => state.project && state.project.role !== "viewer";
+const isOwner = () => state.project && state.project.role === "owner";
+const projectPath = (suffix = "") => `/projects/${enc(state.project.id)}${suffix}`;
+const threadPath = (suffix = "") => projectPath(`/conversations/${enc(state.conversation.id)}${suffix}`);
+
+// ---------- views (phone: one at a time; desktop: three columns) ----------
+
+function go(view) {
+  document.body.dataset.view = view;
+  for (const button of document.querySelectorAll("#phone-tabs [data-go]")) {
+    button.setAttribute("aria-current", String(button.dataset.go === view));
+  }
+  if (SIDE_VIEWS.includes(view)) {
+    for (const name of SIDE_VIEWS) {
+      $(`${name}-panel`).hidden = name !== view;
+      $(`tab-${name}`).setAttribute("aria-selected", String(name === view));
+    }
+    if (view === "context") loadContext();
+    if (view === "project") loadProjectSettings();
+  }
+}
+
+// ---------- sign-in ----------
+
+function renderSignIn() {
+  $("console").hidden = true;
+  $("phone-tabs").hidden = true;
+  $("project-picker").hidden = true;
+  $("who").hidden = true;
+  $("sign-in").hidden = false;
+  $("api-origin").textContent = session.apiBase;
+  $("sign-in-local").hidden = !session.isLocal;
+  document.body.dataset.ready = "sign-in";
+  const users = $("demo-users");
+  users.replaceChildren(
+    ...session.DEMO_USERS.map((user) =>
+      el("button", { type: "button", class: "primary", onclick: () => signInAs(session.localToken(user)) }, `Sign in as ${user}`),
+    ),
+  );
+}
+
+function signInAs(token) {
+  const claims = session.claimsOf(token);
+  if (!claims || typeof claims.sub !== "string") {
+    showError(new Error("That is not a JWT with a sub claim."), "sign in");
+    return;
+  }
+  session.signIn(token);
+  start();
+}
+
+// ---------- projects ----------
+
+async function loadProjects(selectId) {
+  const projects = [];
+  let cursor = null;
+  do {
+    const page = await get(`/projects?limit=100${cursor ? `&cursor=${enc(cursor)}` : ""}`);
+    projects.push(...page.projects);
+    cursor = page.nextCursor;
+  } while (cursor);
+  state.projects = projects;
+  const select = $("project-select");
+  select.replaceChildren(
+    ...projects.map((project) => el("option", { value: project.id }, `${project.name} (${project.role})`)),
+  );
+  if (projects.length === 0) {
+    select.append(el("option", { value: "" }, "No project yet"));
+    state.project = null;
+    renderProject();
+    return;
+  }
+  const wanted = selectId || localStorage.getItem(`recall.project.${state.user}`);
+  const chosen = projects.find((project) => project.id === wanted) || projects[0];
+  select.value = chosen.id;
+  await openProject(chosen);
+}
+
+async function openProject(project) {
+  state.project = project;
+  localStorage.setItem(`recall.project.${state.user}`, project.id);
+  state.conversation = null;
+  state.archived = false;
+  $("show-archived").checked = false;
+  renderProject();
+  newChat();
+  await Promise.all([loadThreads(), loadMemory()]);
+}
+
+function setReason(node, reason) {
+  node.hidden = !reason;
+  node.textContent = reason || "";
+}
+
+function renderProject() {
+  const project = state.project;
+  $("who-role").textContent = project ? project.role : "";
+  const viewer = project && !canEdit();
+  const noProject = !project;
+  for (const id of ["new-chat", "composer-input", "send", "rename-thread", "archive-thread", "clear-context", "delete-thread", "refresh-memory"]) {
+    $(id).disabled = noProject || (viewer && id !== "refresh-memory");
+  }
+  for (const control of $("memory-form").elements) control.disabled = noProject || viewer;
+  setReason($("composer-reason"), noProject ? "Create a project to start chatting." : viewer ? REASONS.viewer : "");
+  setReason(document.querySelector('[data-reason="edit"]'), viewer ? REASONS.viewer : "");
+  const owner = isOwner();
+  for (const control of [...$("rename-project").elements, ...$("add-member").elements]) control.disabled = !owner;
+  setReason(document.querySelector('[data-reason="own"]'), project && !owner ? (viewer ? REASONS.viewer : REASONS.notOwner) : "");
+  $("import-file").disabled = noProject || viewer;
+  $("export").disabled = noProject;
+  $("erase-me").disabled = noProject;
+  $("project-name").value = project ? project.name : "";
+}
+
+async function createProject() {
+  const name = await asked("Name of the new project");
+  if (!name) return;
+  const created = await attempt("create the project", () => send("POST", "/projects", { name }));
+  if (created) await attempt("load your projects", () => loadProjects(created.id));
+}
+
+// ---------- conversations panel ----------
+
+async function loadThreads(more = false) {
+  if (!state.project) {
+    $("thread-list").replaceChildren(el("p", { class: "empty" }, "No project yet: create one above."));
+    $("more-threads").hidden = true;
+    return;
+  }
+  const query = new URLSearchParams({ limit: String(PAGE) });
+  if (more && state.threadsCursor) query.set("cursor", state.threadsCursor);
+  if (state.archived) query.set("archived", "true");
+  state.threadsAsked += 1;
+  const asked = state.threadsAsked;
+  const page = await attempt("load your conversations", () => get(projectPath(`/conversations?${query}`)));
+  if (!page || asked !== state.threadsAsked) return; // a later load answers instead
+  state.threads = more ? [...state.threads, ...page.conversations] : page.conversations;
+  state.threadsCursor = page.nextCursor;
+  renderThreads();
+}
+
+function renderThreads() {
+  const list = $("thread-list");
+  const groups = PERIODS.map(([id, label, periods]) => {
+    const threads = state.threads.filter((thread) => periods.includes(thread.period));
+    if (threads.length === 0) return null;
+    return el(
+      "section",
+      { class: "period", "aria-label": label, dataset: { period: id } },
+      el("h3", {}, label),
+      el(
+        "ul",
+        {},
+        threads.map((thread) =>
+          el(
+            "li",
+            {},
+            el(
+              "button",
+              {
+                type: "button",
+                class: "thread",
+                dataset: { id: thread.id },
+                "aria-current": state.conversation && state.conversation.id === thread.id ? "true" : "false",
+                onclick: () => openThread(thread.id),
+              },
+              el("span", { class: "title" }, thread.title || "Untitled"),
+              el("span", { class: "meta" }, `${thread.turnCount} turns · ${when(thread.updatedAt)}`),
+            ),
+          ),
+        ),
+      ),
+    );
+  }).filter(Boolean);
+  list.replaceChildren(
+    ...(groups.length
+      ? groups
+      : [el("p", { class: "empty" }, state.archived ? "No archived conversations." : "No conversations yet: say something to start one.")]),
+  );
+  $("more-threads").hidden = !state.threadsCursor;
+}
+
+function newChat(prefill = "") {
+  state.conversation = null;
+  state.olderCursor = null;
+  $("chat-title").textContent = "New chat";
+  $("thread-actions").hidden = true;
+  $("older").hidden = true;
+  $("nudge").hidden = true;
+  $("message-list").replaceChildren();
+  $("composer-input").value = prefill;
+  renderThreads();
+  go("chat");
+  if (!$("composer-input").disabled) $("composer-input").focus();
+}
+
+async function openThread(id) {
+  const detail = await attempt("open the conversation", () =>
+    get(projectPath(`/conversations/${enc(id)}?limit=${PAGE}`)),
+  );
+  if (!detail) return;
+  state.conversation = detail.conversation;
+  state.olderCursor = detail.nextCursor;
+  renderThreadHead();
+  const list = $("message-list");
+  list.replaceChildren(...messageNodes(detail.messages));
+  markCleared();
+  $("older").hidden = !state.olderCursor;
+  renderThreads();
+  maybeNudge(state.conversation.turnCount, state.threshold);
+  go("chat");
+  scrollToEnd();
+  loadMemory();
+  if (document.body.dataset.view === "context" || !$("context-panel").hidden) loadContext();
+}
+
+function renderThreadHead() {
+  const thread = state.conversation;
+  $("chat-title").textContent = thread.title || "Untitled";
+  $("thread-actions").hidden = false;
+  $("archive-thread").textContent = thread.archived ? "Restore" : "Archive";
+}
+
+async function loadOlder() {
+  if (!state.olderCursor || state.loadingOlder || !state.conversation) return;
+  state.loadingOlder = true;
+  const box = $("messages");
+  const before = box.scrollHeight;
+  const page = await attempt("load older messages", () =>
+    get(threadPath(`?limit=${PAGE}&cursor=${enc(state.olderCursor)}`)),
+  );
+  state.loadingOlder = false;
+  if (!page) return;
+  state.olderCursor = page.nextCursor;
+  $("message-list").prepend(...messageNodes(page.messages));
+  markCleared();
+  $("older").hidden = !state.olderCursor;
+  box.scrollTop += box.scrollHeight - before;
+}
+
+function scrollToEnd() {
+  const box = $("messages");
+  box.scrollTop = box.scrollHeight;
+}
+
+// ---------- messages ----------
+
+function chip(outcome, key) {
+  return el("span", { class: `chip ${outcome}`, dataset: { outcome } }, `${outcome}: ${key ?? "?"}`);
+}
+
+function toolChips(message) {
+  return (message.toolCalls || []).map((call) => {
+    const result = (message.toolResults || []).find((found) => found.toolCallId === call.id);
+    const key = call.input && call.input.key;
+    const outcome = result && result.isError ? "refused" : call.name === "forget_preference" ? "forgotten" : "saved";
+    return chip(outcome, key);
+  });
+}
+
+function messageNodes(messages) {
+  return messages.map((message) => {
+    if (message.role === "tool") {
+      return el("li", { class: "message tool", dataset: { id: message.id, role: "tool" } }, el("div", { class: "chips" }, toolChips(message)));
+    }
+    const failed = message.status === "error";
+    return el(
+      "li",
+      { class: `message ${message.role}${failed ? " failed" : ""}`, dataset: { id: message.id, role: message.role, status: message.status } },
+      el("span", { class: "who" }, message.role === "user" ? "You" : "Assistant"),
+      el("div", { class: "text" }, message.content),
+      failed ? el("p", { class: "error-words" }, `Failed: ${message.error || "the model did not answer"}`) : null,
+    );
+  });
+}
+
+function markCleared() {
+  if (!state.conversation) return;
+  const after = localStorage.getItem(`recall.cleared.${state.conversation.id}`);
+  document.querySelectorAll(".marker").forEach((node) => node.remove());
+  if (!after) return;
+  // The marker is a time-ordered id like the messages': it goes after the last one older.
+  const saved = [...document.querySelectorAll("#message-list .message[data-id]")];
+  const older = saved.filter((node) => node.dataset.id <= after);
+  if (older.length) older[older.length - 1].after(clearedMarker());
+  else if (saved.length && !state.olderCursor) $("message-list").prepend(clearedMarker());
+}
+
+function clearedMarker() {
+  return el("li", { class: "marker", role: "separator" }, "Context cleared here: the model no longer sees what is above.");
+}
+
+// ---------- a turn ----------
+
+async function sendTurn(text, retry) {
+  if (!text.trim() || !state.project || !canEdit() || state.sending) return;
+  state.sending = true;
+  $("send").disabled = true;
+  const key = retry ? retry.key : newKey();
+  const list = $("message-list");
+  if (retry) retry.node.remove();
+  else list.append(el("li", { class: "message user pending", dataset: { role: "user" } }, el("span", { class: "who" }, "You"), el("div", { class: "text" }, text)));
+  const textNode = el("div", { class: "text", "aria-live": "polite", "aria-atomic": "false" });
+  const chips = el("div", { class: "chips" });
+  const reply = el(
+    "li",
+    { class: "message assistant", dataset: { role: "assistant", streaming: "true", deltas: "0" }, "aria-busy": "true" },
+    el("span", { class: "who" }, "Assistant"),
+    chips,
+    textNode,
+  );
+  list.append(reply);
+  scrollToEnd();
+  const body = { message: text };
+  if (state.conversation) body.conversationId = state.conversation.id;
+  const projectId = state.project.id;
+  const finished = () => {
+    state.sending = false;
+    $("send").disabled = !canEdit();
+    reply.removeAttribute("aria-busy");
+    delete reply.dataset.streaming;
+  };
+  await turns.send(projectId, body, key, {
+    start(conversation) {
+      if (!state.conversation || state.conversation.id !== conversation.id) {
+        state.conversation = { id: conversation.id, title: conversation.title, archived: false, turnCount: 0 };
+        renderThreadHead();
+      }
+    },
+    delta(piece) {
+      textNode.textContent += piece;
+      reply.dataset.deltas = String(Number(reply.dataset.deltas) + 1);
+      scrollToEnd();
+    },
+    tool(frame) {
+      chips.append(chip(frame.outcome, frame.key));
+    },
+    done(answer, how) {
+      finished();
+      const message = answer.message;
+      textNode.textContent = message.content;
+      reply.dataset.id = message.id;
+      reply.dataset.status = message.status;
+      reply.dataset.transport = how;
+      if (chips.children.length === 0) {
+        for (const saved of answer.memoriesSaved || []) chips.append(chip("saved", saved.key));
+        for (const forgotten of answer.memoriesForgotten || []) chips.append(chip("forgotten", forgotten));
+      }
+      if (message.status === "error") {
+        reply.classList.add("failed");
+        reply.append(el("p", { class: "error-words" }, `Failed: ${message.error || "the model did not answer"}`));
+      }
+      list.querySelectorAll(".pending").forEach((node) => node.classList.remove("pending"));
+      state.conversation.turnCount = answer.nudge.turns;
+      state.threshold = answer.nudge.threshold;
+      if (answer.nudge.show) maybeNudge(answer.nudge.turns, answer.nudge.threshold);
+      scrollToEnd();
+      loadThreads();
+      if ((answer.memoriesSaved || []).length || (answer.memoriesForgotten || []).length) loadMemory();
+      if (!$("context-panel").hidden) loadContext();
+    },
+    error(error) {
+      finished();
+      reply.classList.add("failed");
+      reply.dataset.status = "failed";
+      reply.append(
+        el("p", { class: "error-words" }, `Failed: ${error.words}`),
+        el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, node: reply }) }, "Retry"),
+      );
+      scrollToEnd();
+      if (state.conversation) loadThreads();
+    },
+  });
+}
+
+// ---------- the nudge ----------
+
+function maybeNudge(turnCount, threshold) {
+  const thread = state.conversation;
+  if (!thread || turnCount <= threshold || localStorage.getItem(`recall.nudge.${thread.id}`)) {
+    $("nudge").hidden = true;
+    return;
+  }
+  $("nudge-text").textContent =
+    `This thread has ${turnCount} turns, past ${threshold}: its oldest turns no longer reach the model. ` +
+    "A new thread starts with a clean window and this one's summary.";
+  $("nudge").hidden = false;
+}
+
+async function newThreadWithSummary() {
+  const thread = state.conversation;
+  const preview = await attempt("read the thread's summary", () => get(threadPath("/context")));
+  if (!preview) return;
+  const summary = preview.summary ? ` Summary so far: ${preview.summary}` : "";
+  newChat(`Continuing from "${thread.title}".${summary}`);
+}
+
+// ---------- thread actions ----------
+
+async function renameThread() {
+  const title = await asked("New title", state.conversation.title);
+  if (!title) return;
+  const changed = await attempt("rename the conversation", () => send("PATCH", threadPath(), { title }));
+  if (changed) {
+    state.conversation = { ...state.conversation, ...changed };
+    renderThreadHead();
+    loadThreads();
+  }
+}
+
+async function toggleArchive() {
+  const archived = !state.conversation.archived;
+  const changed = await attempt(archived ? "archive the conversation" : "restore the conversation", () =>
+    send("PATCH", threadPath(), { archived }),
+  );
+  if (!changed) return;
+  state.conversation = { ...state.conversation, ...changed };
+  renderThreadHead();
+  showNote(archived ? `"${changed.title}" archived: find it under Archived.` : `"${changed.title}" restored.`);
+  loadThreads();
+}
+
+async function deleteThread() {
+  const title = state.conversation.title;
+  if (!(await confirmed(`Delete "${title}" and all its messages? This cannot be undone.`, "Delete"))) return;
+  const done = await attempt("delete the conversation", () => send("DELETE", threadPath()));
+  if (done === undefined) return;
+  showNote(`"${title}" deleted.`);
+  newChat();
+  loadThreads();
+}
+
+async function clearContext() {
+  const cleared = await attempt("clear the context", () => send("POST", threadPath("/clear-context")));
+  if (!cleared) return;
+  localStorage.setItem(`recall.cleared.${state.conversation.id}`, cleared.clearedAfter);
+  document.querySelectorAll(".marker").forEach((node) => node.remove());
+  $("message-list").append(clearedMarker());
+  scrollToEnd();
+  if (!$("context-panel").hidden) loadContext();
+}
+
+// ---------- memory ----------
+
+async function loadMemory() {
+  if (!state.project) {
+    $("memory-list").replaceChildren();
+    $("memory-count").textContent = "";
+    return;
+  }
+  const query = state.conversation ? `?conversationId=${enc(state.conversation.id)}` : "";
+  const page = await attempt("load memory", () => get(projectPath(`/memories${query}`)));
+  if (!page) return;
+  state.memories = page.memories;
+  renderMemory();
+}
+
+function renderMemory() {
+  const persistent = state.memories.filter((entry) => entry.scope === "persistent").length;
+  $("memory-count").textContent = `${persistent} of ${config.memoryCap}`;
+  const groups = CATEGORIES.map((category) => {
+    const entries = state.memories.filter((entry) => entry.category === category);
+    if (entries.length === 0) return null;
+    return el("section", { class: "category", "aria-label": category }, el("h3", {}, category), entries.map(memoryNode));
+  }).filter(Boolean);
+  $("memory-list").replaceChildren(
+    ...(groups.length ? groups : [el("p", { class: "empty" }, "No memory yet. Say a rule in chat (\"always keep the header dark\") or add one below.")]),
+  );
+}
+
+function memoryNode(entry) {
+  const editable = canEdit();
+  const node = el(
+    "article",
+    { class: "entry", dataset: { key: entry.key, scope: entry.scope } },
+    el(
+      "header",
+      {},
+      el("strong", { class: "key" }, entry.key),
+      el("span", { class: `badge scope-${entry.scope}` }, entry.scope === "thread" ? "this thread" : "project"),
+      el("span", { class: `badge source-${entry.source}` }, entry.source),
+    ),
+    el("p", { class: "value" }, entry.value),
+    el(
+      "p",
+      { class: "meta" },
+      `changed ${when(entry.updatedAt)}`,
+      entry.expiresAt ? ` · expires ${when(entry.expiresAt)}` : " · no expiry",
+    ),
+    el(
+      "div",
+      { class: "row" },
+      el("button", { type: "button", disabled: !editable, onclick: () => editMemory(entry, node) }, "Edit"),
+      el("button", { type: "button", onclick: () => showHistory(entry, node) }, "History"),
+      el("button", { type: "button", class: "danger", disabled: !editable, onclick: () => forgetMemory(entry) }, "Forget"),
+    ),
+  );
+  return node;
+}
+
+function memoryBody(entry, value, category, expires) {
+  const body = { value, category, scope: entry.scope };
+  if (entry.scope === "thread") body.conversationId = entry.conversationId;
+  if (expires) body.expiresAt = new Date(expires).toISOString();
+  return body;
+}
+
+function scopeQuery(entry) {
+  return entry.scope === "thread" && entry.conversationId ? `?conversationId=${enc(entry.conversationId)}` : "";
+}
+
+function editMemory(entry, node) {
+  const value = el("textarea", { id: `edit-${entry.key}`, rows: "2", required: true });
+  value.value = entry.value;
+  const category = el("select", { id: `edit-category-${entry.key}` }, CATEGORIES.map((name) => el("option", { value: name, selected: name === entry.category }, name)));
+  const form = el(
+    "form",
+    { class: "stack edit" },
+    el("label", { for: `edit-${entry.key}` }, "Value"),
+    value,
+    el("label", { for: `edit-category-${entry.key}` }, "Category"),
+    category,
+    el("div", { class: "row" }, el("button", { type: "submit", class: "primary" }, "Save"), el("button", { type: "button", onclick: () => renderMemory() }, "Cancel")),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const saved = await attempt("save the entry", () =>
+      send("PUT", projectPath(`/memories/${enc(entry.key)}`), memoryBody(entry, value.value.trim(), category.value, entry.expiresAt)),
+    );
+    if (saved) loadMemory();
+  });
+  node.querySelector(".value").replaceWith(form);
+  value.focus();
+}
+
+async function forgetMemory(entry) {
+  if (!(await confirmed(`Forget "${entry.key}"? The model will no longer see it.`, "Forget"))) return;
+  const done = await attempt("forget the entry", () => send("DELETE", projectPath(`/memories/${enc(entry.key)}${scopeQuery(entry)}`)));
+  if (done !== undefined) loadMemory();
+}
+
+async function showHistory(entry, node) {
+  const existing = node.querySelector(".history");
+  if (existing) {
+    existing.remove();
+    return;
+  }
+  const found = await attempt("read the entry's history", () => get(projectPath(`/memories/${enc(entry.key)}/history${scopeQuery(entry)}`)));
+  if (!found) return;
+  node.append(
+    el(
+      "ol",
+      { class: "history", "aria-label": `History of ${entry.key}` },
+      found.history.map((record) =>
+        el(
+          "li",
+          { dataset: { action: record.action } },
+          el("strong", {}, record.action),
+          ` ${when(record.at)}`,
+          record.source ? ` · ${record.source}` : "",
+          record.reason ? ` · ${record.reason}` : "",
+          record.oldValue ? el("div", { class: "old" }, `was: ${record.oldValue}`) : null,
+          record.newValue ? el("div", { class: "new" }, `now: ${record.newValue}`) : null,
+        ),
+      ),
+    ),
+  );
+}
+
+async function addMemory(event) {
+  event.preventDefault();
+  const scope = $("memory-scope").value;
+  if (scope === "thread" && !state.conversation) {
+    showError(new Error("Open a thread first: a thread entry belongs to one thread."), "add the entry");
+    return;
+  }
+  const entry = { scope, conversationId: state.conversation ? state.conversation.id : null };
+  const key = $("memory-key").value.trim();
+  const saved = await attempt("add the entry", () =>
+    send("PUT", projectPath(`/memories/${enc(key)}`), memoryBody(entry, $("memory-value").value.trim(), $("memory-category").value, $("memory-expires").value)),
+  );
+  if (!saved) return;
+  $("memory-form").reset();
+  loadMemory();
+}
+
+// ---------- what the model sees ----------
+
+async function loadContext() {
+  const view = $("context-view");
+  if (!state.conversation) {
+    view.replaceChildren(el("p", { class: "empty" }, "Open a thread to see what its next turn would send the model."));
+    return;
+  }
+  const preview = await attempt("load the context preview", () => get(threadPath("/context")));
+  if (!preview) return;
+  const layer = (name, id, content) =>
+    el("section", { class: "layer", dataset: { layer: id } }, el("h3", {}, name), content);
+  const text = (value) => (value ? el("pre", {}, value) : el("p", { class: "empty" }, "(empty)"));
+  const systemParts = preview.system.filter((part) => part !== preview.memoryBlock && part !== preview.projectContext);
+  view.replaceChildren(
+    el("p", { class: "tokens", dataset: { tokens: String(preview.tokenEstimate) } }, `≈ ${preview.tokenEstimate.toLocaleString()} tokens for ${preview.model}`),
+    // The system parts besides the memory block and project context, shown in their own layers.
+    el(
+      "details",
+      { class: "layer", dataset: { layer: "system" } },
+      el("summary", {}, el("h3", {}, `System (${systemParts.length} parts)`)),
+      systemParts.map((part) => el("pre", {}, part)),
+    ),
+    layer("Memory block", "memory", text(preview.memoryBlock)),
+    layer("Project context", "project", text(preview.projectContext)),
+    layer("Summary", "summary", text(preview.summary)),
+    layer(
+      `Window (${preview.window.length} messages)`,
+      "window",
+      preview.window.length
+        ? el("ol", { class: "window" }, preview.window.map((message) => el("li", {}, el("strong", {}, `${message.role}: `), message.content)))
+        : text(""),
+    ),
+  );
+}
+
+// ---------- project settings ----------
+
+async function loadProjectSettings() {
+  if (!state.project) return;
+  renderProject();
+  const found = await attempt("load the members", () => get(projectPath("/members")));
+  if (!found) return;
+  const owner = isOwner();
+  $("member-list").replaceChildren(
+    ...found.members.map((member) => {
+      const role = el(
+        "select",
+        { "aria-label": `Role of ${member.userId}`, disabled: !owner },
+        ["owner", "editor", "viewer"].map((name) => el("option", { value: name, selected: name === member.role }, name)),
+      );
+      role.addEventListener("change", async () => {
+        const changed = await attempt(`change ${member.userId}'s role`, () =>
+          send("PUT", projectPath(`/members/${enc(member.userId)}`), { role: role.value }),
+        );
+        if (!changed) role.value = member.role;
+        loadProjectSettings();
+      });
+      return el(
+        "li",
+        { dataset: { user: member.userId } },
+        el("span", { class: "member" }, member.userId, member.userId === state.user ? " (you)" : ""),
+        role,
+        el("button", { type: "button", class: "danger", disabled: !owner, onclick: () => removeMember(member.userId) }, "Remove"),
+      );
+    }),
+  );
+}
+
+async function removeMember(userId) {
+  if (!(await confirmed(`Remove ${userId} from ${state.project.name}?`, "Remove"))) return;
+  const done = await attempt(`remove ${userId}`, () => send("DELETE", projectPath(`/members/${enc(userId)}`)));
+  if (done !== undefined) loadProjectSettings();
+}
+
+async function addMember(event) {
+  event.preventDefault();
+  const userId = $("member-user").value.trim();
+  const added = await attempt(`add ${userId}`, () => send("PUT", projectPath(`/members/${enc(userId)}`), { role: $("member-role").value }));
+  if (!added) return;
+  $("member-user").value = "";
+  loadProjectSettings();
+}
+
+async function renameProject(event) {
+  event.preventDefault();
+  const changed = await attempt("rename the project", () => send("PATCH", projectPath(), { name: $("project-name").value.trim() }));
+  if (changed) await attempt("load your projects", () => loadProjects(changed.id));
+}
+
+async function exportProject() {
+  const answer = await attempt("export your data", () => request("GET", projectPath("/export"), undefined, { raw: true }));
+  if (!answer) return;
+  const blob = await answer.blob();
+  const link = el("a", { href: URL.createObjectURL(blob), download: `recall-${state.project.id}.json` });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+}
+
+async function importFile() {
+  const file = $("import-file").files[0];
+  if (!file) return;
+  const progress = $("import-progress");
+  let document_;
+  try {
+    document_ = JSON.parse(await file.text());
+  } catch {
+    showError(new Error(`${file.name} is not JSON.`), "import");
+    return;
+  }
+  const started = await attempt("import", () => send("POST", projectPath("/import"), document_));
+  $("import-file").value = "";
+  if (!started) return;
+  let status = started;
+  while (status && (status.status === "queued" || status.status === "running")) {
+    progress.textContent = `Importing: ${status.threadsDone} of ${status.threadsTotal} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries`;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    status = await attempt("follow the import", () => get(projectPath(`/import/${enc(started.id)}`)));
+  }
+  if (!status) return;
+  const errors = (status.errors || []).length ? ` ${status.errors.length} problems: ${status.errors.map((e) => (typeof e === "string" ? e : e.message || JSON.stringify(e))).join("; ")}` : "";
+  progress.textContent = `Import ${status.status}: ${status.threadsDone} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries.${errors}`;
+  loadThreads();
+  loadMemory();
+}
+
+async function eraseMe() {
+  const name = state.project.name;
+  if (!(await confirmed(`Erase everything of yours in ${name} (threads, messages, memory, history) and leave it? This cannot be undone.`, "Erase"))) return;
+  const done = await attempt("erase your data", () => send("DELETE", projectPath("/me")));
+  if (done === undefined) return;
+  showNote(`Your data in ${name} is erased, and you have left it.`);
+  localStorage.removeItem(`recall.project.${state.user}`);
+  await attempt("load your projects", () => loadProjects());
+}
+
+// ---------- wiring ----------
+
+function wire() {
+  $("sign-in-name").addEventListener("submit", (event) => {
+    event.preventDefault();
+    signInAs(session.localToken($("sign-in-user").value.trim()));
+  });
+  $("sign-in-token").addEventListener("submit", (event) => {
+    event.preventDefault();
+    signInAs($("sign-in-jwt").value.trim());
+  });
+  $("sign-out").addEventListener("click", () => {
+    session.signOut();
+    location.reload();
+  });
+  $("project-select").addEventListener("change", () => {
+    const project = state.projects.find((found) => found.id === $("project-select").value);
+    if (project) openProject(project);
+  });
+  $("new-project").addEventListener("click", createProject);
+  $("new-chat").addEventListener("click", () => newChat());
+  $("show-archived").addEventListener("change", () => {
+    state.archived = $("show-archived").checked;
+    loadThreads();
+  });
+  $("more-threads").addEventListener("click", () => loadThreads(true));
+  $("older").addEventListener("click", loadOlder);
+  $("messages").addEventListener("scroll", () => {
+    if ($("messages").scrollTop < 80) loadOlder();
+  });
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = $("composer-input").value;
+    if (!text.trim()) return;
+    $("composer-input").value = "";
+    sendTurn(text);
+  });
+  $("composer-input").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("rename-thread").addEventListener("click", renameThread);
+  $("archive-thread").addEventListener("click", toggleArchive);
+  $("delete-thread").addEventListener("click", deleteThread);
+  $("clear-context").addEventListener("click", clearContext);
+  $("nudge-dismiss").addEventListener("click", () => {
+    localStorage.setItem(`recall.nudge.${state.conversation.id}`, "dismissed");
+    $("nudge").hidden = true;
+  });
+  $("nudge-new").addEventListener("click", newThreadWithSummary);
+  $("refresh-memory").addEventListener("click", loadMemory);
+  $("refresh-context").addEventListener("click", loadContext);
+  $("memory-form").addEventListener("submit", addMemory);
+  $("memory-category").replaceChildren(...CATEGORIES.map((name) => el("option", { value: name }, name)));
+  $("rename-project").addEventListener("submit", renameProject);
+  $("add-member").addEventListener("submit", addMember);
+  $("export").addEventListener("click", exportProject);
+  $("import-file").addEventListener("change", importFile);
+  $("erase-me").addEventListener("click", eraseMe);
+  for (const button of document.querySelectorAll("[data-go]")) {
+    button.addEventListener("click", () => go(button.dataset.go));
+  }
+}
+
+async function start() {
+  delete document.body.dataset.ready;
+  const token = session.token();
+  const claims = token ? session.claimsOf(token) : null;
+  if (!claims || typeof claims.sub !== "string") {
+    renderSignIn();
+    return;
+  }
+  state.user = claims.sub;
+  $("sign-in").hidden = true;
+  $("console").hidden = false;
+  $("phone-tabs").hidden = false;
+  $("project-picker").hidden = false;
+  $("who").hidden = false;
+  $("who-name").textContent = session.isLocal ? `${claims.sub} (local)` : claims.sub;
+  for (const name of SIDE_VIEWS) {
+    $(`${name}-panel`).hidden = name !== "memory";
+    $(`tab-${name}`).setAttribute("aria-selected", String(name === "memory"));
+  }
+  go("chat");
+  try {
+    await loadProjects();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) {
+      session.signOut();
+      renderSignIn();
+      showError(error, "sign in (the API refused the token)");
+      return;
+    } else {
+      showError(error, "load your projects");
+    }
+  }
+  document.body.dataset.ready = "console"; // what the browser tests wait for
+}
+
+wire();
+start();
