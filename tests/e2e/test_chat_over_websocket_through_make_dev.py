@@ -123,3 +123,40 @@ def test_a_connect_without_a_usable_token_is_refused_with_401(dev_server: DevSer
     bad: Any = ["bearer", "not-a-jwt"]
     with pytest.raises(InvalidStatus):
         connect(ws_url(dev_server), subprotocols=bad)
+
+
+def test_done_is_exactly_what_post_chat_answers_for_the_same_turn(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given: a streamed turn under an idempotency key
+    project = user.post("/projects", {"name": "Corner Shop"}).body["id"]
+    body = {"message": "Always keep the header dark."}
+    url = f"{ws_url(dev_server)}?token={demo_token(str(user.sub))}"
+    with connect(url) as socket:
+        frames = turn(socket, {"projectId": project, "idempotencyKey": "same-turn", "body": body})
+    # When: the same turn is asked over HTTP
+    http = user.post(f"/projects/{project}/chat", body, headers={"Idempotency-Key": "same-turn"})
+    # Then: HTTP answers the very turn the stream saved, body for body
+    assert frames[-1]["type"] == "done"
+    assert http.status == 200
+    assert frames[-1]["body"] == http.body
+    thread = http.body["conversation"]["id"]
+    saved = user.get(f"/projects/{project}/conversations/{thread}").body["messages"]
+    assert [m["role"] for m in saved].count("user") == 1  # one turn, not two
+
+
+def test_a_viewer_is_refused_on_the_frame_with_the_http_403(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given: a viewer of someone else's project
+    project = user.post("/projects", {"name": "Corner Shop"}).body["id"]
+    viewer = f"viewer-{uuid.uuid4().hex[:12]}"
+    assert user.put(f"/projects/{project}/members/{viewer}", {"role": "viewer"}).status == 201
+    http = Caller(dev_server.url, viewer).post(f"/projects/{project}/chat", {"message": "hi"})
+    # When
+    with connect(f"{ws_url(dev_server)}?token={demo_token(viewer)}") as socket:
+        frames = turn(socket, {"projectId": project, "body": {"message": "hi"}})
+    # Then: no start, no delta: the HTTP route's own 403
+    assert [frame["type"] for frame in frames] == ["error"]
+    assert (frames[0]["status"], frames[0]["body"]) == (403, http.body)
+    assert http.status == 403
