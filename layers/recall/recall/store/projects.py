@@ -8,6 +8,7 @@ once everything it stands for is gone, so a failure part-way leaves it for the r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -267,20 +268,9 @@ class ProjectStore:
         return {project.project_id: project for project in projects}
 
     def members(self, project_id: str) -> list[Member]:
-        pages = self.client.get_paginator("query").paginate(
-            TableName=self._table,
-            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
-            ExpressionAttributeNames={"#pk": "projectId", "#sk": "sk"},
-            ExpressionAttributeValues={
-                ":pk": to_value(project_id),
-                ":prefix": to_value(MEMBER_PREFIX),
-            },
-            ConsistentRead=True,
-        )
         return [
             MemberItem.model_validate(from_item(item)).member()
-            for page in pages
-            for item in page["Items"]
+            for item in self._under(project_id, MEMBER_PREFIX)
         ]
 
     def change_member(
@@ -433,21 +423,22 @@ class ProjectStore:
 
     def erasures(self, project_id: str) -> list[str]:
         """The users whose erasure in the project has begun and not ended."""
+        return [
+            str(from_item(item)["sk"]).removeprefix(ERASING_PREFIX)
+            for item in self._under(project_id, ERASING_PREFIX)
+        ]
+
+    def _under(self, project_id: str, prefix: str) -> Iterator[Item]:
+        """Every item of the project whose sort key starts with ``prefix``, page by page."""
         pages = self.client.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
             ExpressionAttributeNames={"#pk": "projectId", "#sk": "sk"},
-            ExpressionAttributeValues={
-                ":pk": to_value(project_id),
-                ":prefix": to_value(ERASING_PREFIX),
-            },
+            ExpressionAttributeValues={":pk": to_value(project_id), ":prefix": to_value(prefix)},
             ConsistentRead=True,
         )
-        return [
-            str(from_item(item)["sk"]).removeprefix(ERASING_PREFIX)
-            for page in pages
-            for item in page["Items"]
-        ]
+        for page in pages:
+            yield from page["Items"]
 
     def begin_project_erasure(self, project_id: str, caller_id: str) -> None:
         """Mark the project as being deleted while ``caller_id`` is still an owner
