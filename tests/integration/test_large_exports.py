@@ -226,3 +226,27 @@ def test_a_small_export_stays_one_document(alice: Api, make_project: MakeProject
     # Then
     assert reply.status == 200 and reply.body["format"] == "recall.export", reply
     assert exported_objects(alice.sub or "", project) == []
+
+
+def test_an_export_finished_after_its_user_began_erasing_is_deleted_not_linked(
+    alice: Api, bob: Api, make_project: MakeProject, export_settings: Settings
+) -> None:
+    # Given bob erases himself while his export's last part goes up
+    project = make_project(alice, {bob: "editor"})
+    fill(bob, project)
+    export_settings(export_max_bytes=0)
+    events = s3_client().meta.events
+
+    def erase_first(**_: Any) -> None:
+        events.unregister("before-call.s3.CompleteMultipartUpload", unique_id="race")
+        assert bob.delete(f"/projects/{project}/me").status == 204
+
+    events.register("before-call.s3.CompleteMultipartUpload", erase_first, unique_id="race")
+    try:
+        # When
+        reply = bob.get(f"/projects/{project}/export")
+    finally:
+        events.unregister("before-call.s3.CompleteMultipartUpload", unique_id="race")
+    # Then
+    assert reply.status == 403, reply
+    assert exported_objects(bob.sub or "", project) == []
