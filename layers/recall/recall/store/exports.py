@@ -54,8 +54,13 @@ class ExportUpload:
         self._part_bytes = max(part_bytes, PART_MIN_BYTES)
         self._pending = bytearray()
         self._parts: list[CompletedPartTypeDef] = []
+        # An attachment, so a browser following the link saves the file rather than show it.
+        name = key.rsplit("/", 1)[-1]
         self._upload_id = client.create_multipart_upload(
-            Bucket=bucket, Key=key, ContentType="application/x-ndjson"
+            Bucket=bucket,
+            Key=key,
+            ContentType="application/x-ndjson",
+            ContentDisposition=f'attachment; filename="recall-{name}"',
         )["UploadId"]
 
     def write(self, line: bytes) -> None:
