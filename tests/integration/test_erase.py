@@ -164,7 +164,7 @@ def test_erasing_yourself_takes_your_large_exports_and_no_one_elses(
     alice: Api, bob: Api, shared: tuple[str, str], export_settings: Callable[..., None]
 ) -> None:
     # Given both users' large exports (JSON Lines in the exports bucket) of both projects
-    project, other = shared
+    project = shared[0]
     threads = {(api.sub, p): fill(api, p) for api in (alice, bob) for p in shared}
     export_settings(export_max_bytes=0)
     for api in (alice, bob):

@@ -10,6 +10,7 @@ from typing import Any
 import urllib.request
 
 from botocore.exceptions import ClientError
+
 from local.seed import grow_thread
 from recall.settings import get_settings
 from recall.store.exports import s3_client
@@ -42,7 +43,10 @@ def fill(api: Api, project: str) -> None:
 
 
 def download(url: str) -> bytes:
+    """What the link answers: an attachment, so a browser saves it rather than show it."""
     with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310 (the test's own URL)
+        assert answer.headers["Content-Disposition"].startswith("attachment; filename=")
+        assert answer.headers["Content-Type"] == "application/x-ndjson"
         body: bytes = answer.read()
     return body
 
@@ -169,7 +173,7 @@ def test_two_users_in_two_projects_each_get_only_their_own_large_export(
     for api in (alice, bob):
         for project in projects:
             # When
-            link, body = large_export(api, project)
+            _, body = large_export(api, project)
             # Then
             header, parts = read_lines(body)
             assert (header["userId"], header["projectId"]) == (api.sub, project)

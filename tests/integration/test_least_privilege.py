@@ -33,8 +33,8 @@ from recall.domain import clock
 from recall.domain.prompt import ModelProvider, ModelReply, ModelRequest
 from recall.providers.bedrock import BedrockProvider
 from recall.store.dynamodb import dynamodb_client
-from recall.store.idempotency import persistence_layer
 from recall.store.exports import s3_client
+from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client
 from recall.wiring import (
     data_service,
@@ -526,10 +526,11 @@ def run_everything(
 ) -> None:
     """Every sample event and a refused WebSocket frame; then the same turns over HTTP and
     streamed over the WebSocket API (``turns``), thread memory and an entry that expires;
-    an export imported back in two chunks, a large export and one too large; then the schedules, the worker on every job all
-    that queued (extraction, the summary of a thread longer than the window,
-    consolidation, import chunks), the thread's deletion, the caller's erasure of their
-    data, and the project's deletion, most of it by the worker."""
+    an export imported back in two chunks, a large export and one too large; then the
+    schedules, the worker on every job all that queued (extraction, the summary of a
+    thread longer than the window, consolidation, import chunks), the thread's deletion,
+    the caller's erasure of their data (their exports too), and the project's deletion,
+    most of it by the worker."""
     links = AnsweredLinks()
     stream_links().use(links)
     try:

@@ -131,16 +131,22 @@ def test_erasing_my_data_asks_first_then_leaves_the_project(
     expect(page.locator("#project-select")).to_contain_text("Corner Shop (editor)")
     page.get_by_role("tab", name="Project").click()
     erase = page.get_by_role("button", name="Erase my data in this project")
-    # When cancelled, nothing changes
+    erasures: list[str] = []
+    page.on("request", lambda sent: sent.method == "DELETE" and erasures.append(sent.url))
+    # When cancelled, nothing is sent
     erase.click()
     expect(page.locator("#confirm-text")).to_contain_text("This cannot be undone")
     page.locator("#confirm").get_by_role("button", name="Cancel").click()
+    expect(page.locator("#confirm")).to_be_hidden()
+    page.wait_for_timeout(300)  # a request the cancel sent would have gone by now
+    assert erasures == []
     assert api(user).get(f"/projects/{project}/conversations").status == 200
     # When confirmed
     erase.click()
     page.locator("#confirm").get_by_role("button", name="Erase").click()
     # Then
     expect(page.locator("#alerts")).to_contain_text("Your data in Corner Shop is erased")
+    assert erasures == [f"{console.url}/projects/{project}/me"]
     expect(page.locator("#project-select")).not_to_contain_text("Corner Shop")
     assert api(user).get(f"/projects/{project}/conversations").status == 403
     members = owner.get(f"/projects/{project}/members").body["members"]
