@@ -149,9 +149,8 @@ class DataService:
                 upload.write(line)
                 if upload.size > limit:
                     raise TooLarge(
-                        f"This export is over {limit} bytes, more than one request can "
-                        "write: erase or delete older threads, or ask for a higher "
-                        "EXPORT_LINES_MAX_BYTES."
+                        f"This export is over {limit} bytes (EXPORT_LINES_MAX_BYTES), more "
+                        "than one request can write in time: delete older threads first."
                     )
             size = upload.finish()
         except (ClientError, BotoCoreError) as error:
