@@ -1,5 +1,6 @@
-"""The embedded AWS: moto's server on a loopback port serving DynamoDB and SQS, with every
-table and queue of ``template.yaml`` created from the template's own definitions."""
+"""The embedded AWS: moto's server on a loopback port serving DynamoDB, SQS and S3, with
+every table, queue and bucket of ``template.yaml`` created from the template's own
+definitions. Buckets live in memory only: make dev's snapshot keeps DynamoDB, not exports."""
 
 from __future__ import annotations
 
@@ -72,6 +73,17 @@ def create_tables(endpoint: str) -> None:
         )
 
 
+def create_buckets(endpoint: str) -> None:
+    """Every ``AWS::S3::Bucket`` of the template, named after its logical id. Their
+    objects are links' targets only, so the template's lifecycle rule is not copied: the
+    process that holds them lasts less than a day."""
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    existing = {bucket["Name"] for bucket in client.list_buckets().get("Buckets", [])}
+    for name in template.bucket_names().values():
+        if name not in existing:
+            client.create_bucket(Bucket=name)
+
+
 def create_queues(endpoint: str) -> dict[str, LocalQueue]:
     """Every ``AWS::SQS::Queue`` of the template, named after its logical id, with the
     attributes its properties declare; a dead-letter queue first, so the ``RedrivePolicy``
@@ -112,11 +124,13 @@ def local_environment(endpoint: str, queues: dict[str, LocalQueue] | None = None
         env.update(template.environment(function, LOCAL_PARAMETERS, urls))
     env["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
     env["AWS_ENDPOINT_URL_SQS"] = endpoint
+    env["AWS_ENDPOINT_URL_S3"] = endpoint  # so an export's pre-signed URL names moto too
     return env
 
 
 def start(port: int | None = None) -> EmbeddedStore:
-    """Start moto, create the tables and queues and point this process's AWS clients at it."""
+    """Start moto, create the tables, queues and buckets, and point this process's AWS
+    clients at it."""
     os.environ.update(FAKE_AWS)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     port = port or free_port()
@@ -129,6 +143,7 @@ def start(port: int | None = None) -> EmbeddedStore:
 
     get_settings.cache_clear()  # settings read before the store started named other tables
     create_tables(endpoint)
+    create_buckets(endpoint)
     return EmbeddedStore(server, endpoint, queues)
 
 

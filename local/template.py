@@ -1,5 +1,5 @@
-"""Reads ``template.yaml``, the single source of truth for tables, queues, routes, event
-sources, schedules and environment."""
+"""Reads ``template.yaml``, the single source of truth for tables, queues, buckets, routes,
+event sources, schedules and environment."""
 
 from __future__ import annotations
 
@@ -54,6 +54,11 @@ def resources(kind: str) -> dict[str, dict[str, Any]]:
 def table_names() -> dict[str, str]:
     """Locally, each table is named after its logical id."""
     return {name: name for name in resources("AWS::DynamoDB::Table")}
+
+
+def bucket_names() -> dict[str, str]:
+    """Locally, each bucket is named after its logical id, in the lower case S3 needs."""
+    return {name: name.lower() for name in resources("AWS::S3::Bucket")}
 
 
 def create_table_requests() -> list[dict[str, Any]]:
@@ -133,7 +138,7 @@ def environment(
     )
     own = resources("AWS::Serverless::Function")[function]["Properties"]
     merged.update(own.get("Environment", {}).get("Variables", {}))
-    names = {**table_names(), **(refs or {})}
+    names = {**table_names(), **bucket_names(), **(refs or {})}
     return {key: str(resolve(value, params, names)) for key, value in merged.items()}
 
 

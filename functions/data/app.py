@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from recall.api import caller_id, new_resolver
 from recall.api.data import ImportProgressView
+from recall.domain.exports import ExportLink
 from recall.domain.imports import ExportDocument, ImportDocument
 from recall.observability import logger, metrics, tracer
 from recall.wiring import data_service
@@ -20,7 +21,8 @@ app = new_resolver()
 
 
 @app.get("/projects/<projectId>/export")
-def export_project(projectId: str) -> ExportDocument:
+def export_project(projectId: str) -> ExportDocument | ExportLink:
+    """One document, or past EXPORT_MAX_BYTES a link to the same data as JSON Lines."""
     return data_service().export(caller_id(app), projectId)
 
 

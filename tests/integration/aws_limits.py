@@ -12,7 +12,10 @@ transaction's update that would grow an item too large cancels the transaction w
   would leave (read from moto with a client of its own);
 - TransactWriteItems: at most 100 actions, at most 4 MB in all, one action per item;
 - Query: an ``ExclusiveStartKey`` must be a key of the table or index queried and lie
-  inside the ``KeyConditionExpression``."""
+  inside the ``KeyConditionExpression``.
+
+And S3's multipart upload rules (``S3Limits``): part numbers 1 to 10,000, and every part
+but the last at least 5 MiB when the upload is completed (``EntityTooSmall``)."""
 
 from __future__ import annotations
 
@@ -560,3 +563,61 @@ def _operation(params: dict[str, Any]) -> str:
     if "Item" in params:
         return "PutItem"
     return ""
+
+
+# --- S3's multipart uploads -----------------------------------------------------------------
+
+PART_MIN_BYTES = 5 * 1024 * 1024
+PART_NUMBER_MAX = 10_000
+
+
+class S3Limits:
+    """A ``before-parameter-build.s3`` hook: refuses what S3 refuses of a multipart upload,
+    and keeps each upload's part sizes, in the order sent, for tests to read."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, dict[int, int]] = {}
+
+    def __call__(self, params: dict[str, Any], model: Any = None, **_: Any) -> None:
+        operation = str(getattr(model, "name", ""))
+        if operation == "UploadPart":
+            number = int(params["PartNumber"])
+            if not 1 <= number <= PART_NUMBER_MAX:
+                raise ClientError(
+                    {
+                        "Error": {
+                            "Code": "InvalidArgument",
+                            "Message": "Part number must be an integer between 1 and 10000",
+                        }
+                    },
+                    operation,
+                )
+            self.parts.setdefault(str(params["UploadId"]), {})[number] = _length(params["Body"])
+        elif operation == "CompleteMultipartUpload":
+            sizes = self.parts.get(str(params["UploadId"]), {})
+            numbers = [part["PartNumber"] for part in params["MultipartUpload"]["Parts"]]
+            if any(sizes.get(number, 0) < PART_MIN_BYTES for number in numbers[:-1]):
+                raise ClientError(
+                    {
+                        "Error": {
+                            "Code": "EntityTooSmall",
+                            "Message": "Your proposed upload is smaller than the minimum "
+                            "allowed object size.",
+                        }
+                    },
+                    operation,
+                )
+
+    def sizes(self) -> list[list[int]]:
+        """Each upload's part sizes, by part number."""
+        return [[found[number] for number in sorted(found)] for found in self.parts.values()]
+
+
+def _length(body: Any) -> int:
+    """A part's size, whether botocore still holds it as bytes or as a file by now."""
+    if isinstance(body, bytes | bytearray):
+        return len(body)
+    here = body.tell()
+    size = int(body.seek(0, 2))
+    body.seek(here)
+    return size

@@ -15,8 +15,12 @@ import pytest
 from local import embedded, runtime
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
+from recall.store.exports import export_prefix, s3_client
 from recall.store.idempotency import persistence_layer
-from tests.integration.aws_limits import AwsLimits, key_limits
+from recall.wiring import data_service
+from tests.integration.aws_limits import AwsLimits, S3Limits, key_limits
+
+S3_LIMITS = S3Limits()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -24,7 +28,8 @@ def store_for_every_test(
     embedded_store: embedded.EmbeddedStore,
 ) -> Iterator[embedded.EmbeddedStore]:
     """The embedded store, with DynamoDB's limits (``aws_limits``) on the store's client and
-    the idempotency table's (moto has none), so a request AWS would refuse fails here too.
+    the idempotency table's (moto has none), and S3's multipart rules on the exports'
+    client, so a request AWS would refuse fails here too.
     The edge reads current items through a client of its own, past the hook."""
     raw = boto3.client("dynamodb")
 
@@ -40,9 +45,18 @@ def store_for_every_test(
     clients = [dynamodb_client(), idempotency.client]
     for client in clients:
         client.meta.events.register("before-parameter-build.dynamodb", edge, unique_id="aws-limits")
+    s3_client().meta.events.register("before-parameter-build.s3", S3_LIMITS, unique_id="s3-limits")
     yield embedded_store
     for client in clients:
         client.meta.events.unregister("before-parameter-build.dynamodb", unique_id="aws-limits")
+    s3_client().meta.events.unregister("before-parameter-build.s3", unique_id="s3-limits")
+
+
+@pytest.fixture
+def s3_limits() -> S3Limits:
+    """S3's rules on the exports' client, and the part sizes of uploads since this test began."""
+    S3_LIMITS.parts.clear()
+    return S3_LIMITS
 
 
 class Reply:
@@ -155,3 +169,25 @@ def transactions_after_every_racer_read(monkeypatch: pytest.MonkeyPatch, racers:
             return transact(**kwargs)
 
     monkeypatch.setattr(client, "transact_write_items", serialised)
+
+
+@pytest.fixture
+def export_settings() -> Iterator[Callable[..., None]]:
+    """Other export limits on the wired data service (``export_max_bytes=0`` makes every
+    export a large one), restored afterwards."""
+    service = data_service()
+    original = service._settings
+
+    def use(**changes: Any) -> None:
+        service._settings = original.model_copy(update=changes)
+
+    yield use
+    service._settings = original
+
+
+def exported_objects(user: str, project: str) -> list[str]:
+    """The keys of the user's large exports of the project in the exports bucket."""
+    listed = s3_client().list_objects_v2(
+        Bucket=get_settings().exports_bucket, Prefix=export_prefix(user, project)
+    )
+    return [found["Key"] for found in listed.get("Contents", [])]

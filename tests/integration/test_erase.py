@@ -31,7 +31,7 @@ from recall.wiring import (
     project_store,
     session_store,
 )
-from tests.integration.conftest import Api, transactions_after_every_racer_read
+from tests.integration.conftest import Api, exported_objects, transactions_after_every_racer_read
 from tests.integration.fault_injection import ALWAYS, THROTTLES, injected, no_backoff_sleep
 
 MakeProject = Callable[..., str]
@@ -83,6 +83,7 @@ def held(user: str, project: str, threads: list[str]) -> dict[str, list[Any]]:
         "memories": partition(settings.memories_table, owner),
         "idempotency records": partition(settings.idempotency_table, owner),
         "imports": partition(settings.imports_table, owner),
+        "exports": exported_objects(user, project),
     }
 
 
@@ -103,8 +104,10 @@ def nothing(found: dict[str, list[Any]]) -> bool:
 
 
 def everything(found: dict[str, list[Any]]) -> bool:
-    """Something in every table a member's data lives in (imports: a test of their own)."""
-    return all(items for kind, items in found.items() if kind not in ("erasure marker", "imports"))
+    """Something in every table a member's data lives in (imports and exports: tests of
+    their own)."""
+    left_out = ("erasure marker", "imports", "exports")
+    return all(items for kind, items in found.items() if kind not in left_out)
 
 
 def mentions(user: str, project: str) -> list[tuple[str, dict[str, Any]]]:
@@ -155,6 +158,31 @@ def test_erasing_yourself_leaves_nothing_of_you_and_touches_no_one_else(
     assert [member["userId"] for member in members] == [alice.sub]
     assert project in [row["id"] for row in alice.get("/projects").body["projects"]]
     assert project not in [row["id"] for row in bob.get("/projects").body["projects"]]
+
+
+def test_erasing_yourself_takes_your_large_exports_and_no_one_elses(
+    alice: Api, bob: Api, shared: tuple[str, str], export_settings: Callable[..., None]
+) -> None:
+    # Given both users' large exports (JSON Lines in the exports bucket) of both projects
+    project = shared[0]
+    threads = {(api.sub, p): fill(api, p) for api in (alice, bob) for p in shared}
+    export_settings(export_max_bytes=0)
+    for api in (alice, bob):
+        for p in shared:
+            assert api.get(f"/projects/{p}/export").body["format"] == "recall.export.jsonl"
+    kept = {
+        (user, p): exported_objects(user or "", p)
+        for (user, p) in threads
+        if (user, p) != (bob.sub, project)
+    }
+    assert all(kept.values()) and exported_objects(bob.sub or "", project)
+    # When
+    reply = bob.delete(f"/projects/{project}/me")
+    # Then bob's exports of that project are gone, with the rest of his data there
+    assert reply.status == 204, reply
+    assert nothing(held(bob.sub or "", project, threads[(bob.sub, project)]))
+    # And everyone else's exports, and bob's of the other project, are as they were
+    assert {key: exported_objects(key[0] or "", key[1]) for key in kept} == kept
 
 
 def test_the_last_owner_cannot_erase_themselves(

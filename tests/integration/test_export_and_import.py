@@ -390,20 +390,6 @@ def test_someone_elses_import_is_not_found(alice: Api, bob: Api, make_project: M
     assert nonsense.status == 404, nonsense
 
 
-def test_an_export_over_its_limit_is_a_413(
-    alice: Api, make_project: MakeProject, small_settings: Callable[..., None]
-) -> None:
-    # Given
-    project = make_project(alice)
-    say(alice, project, "x" * 600)
-    small_settings(export_max_bytes=500)
-    # When
-    reply = alice.get(f"/projects/{project}/export")
-    # Then
-    assert reply.status == 413, reply
-    assert reply.body["error"]["code"] == "payload_too_large"
-
-
 def test_an_import_body_may_be_larger_than_other_requests(
     alice: Api, make_project: MakeProject, drain: Callable[[], None]
 ) -> None:

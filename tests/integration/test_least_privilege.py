@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from fnmatch import fnmatchcase
 import json
+import re
 import time
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import boto3
 from botocore.awsrequest import AWSResponse
@@ -32,9 +33,17 @@ from recall.domain import clock
 from recall.domain.prompt import ModelProvider, ModelReply, ModelRequest
 from recall.providers.bedrock import BedrockProvider
 from recall.store.dynamodb import dynamodb_client
+from recall.store.exports import s3_client
 from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client
-from recall.wiring import erasure_service, memory_store, model_choice, session_store, stream_links
+from recall.wiring import (
+    data_service,
+    erasure_service,
+    memory_store,
+    model_choice,
+    session_store,
+    stream_links,
+)
 from tests.integration.test_events import EVENT_FILES, function_of, kind_of, load
 
 REGION, ACCOUNT = "us-east-1", "000000000000"
@@ -88,6 +97,9 @@ NOT_REACHED_HERE = {
         "the worker turns members into erasure markers only when the request that began a"
         " project's deletion failed before it did"
     ),
+    ("DataFunction", "s3:DeleteObject", "arn:aws:s3:::exportsbucket/exports/*"): (
+        "an export finished after its user's erasure began is deleted, not linked"
+    ),
     ("MaintenanceFunction", "dynamodb:DeleteItem", f"{_TABLE}SessionsTable"): (
         "prune-sessions deletes a session only once idle for SESSION_IDLE_SECONDS (24 h)"
     ),
@@ -130,6 +142,8 @@ def _arn_of(logical_id: str) -> str:
         return queue_arn(logical_id)
     if kind == "AWS::Serverless::Function":
         return function_arn(logical_id)
+    if kind == "AWS::S3::Bucket":
+        return f"arn:aws:s3:::{template.bucket_names()[logical_id]}"
     raise AssertionError(f"no ARN form for {logical_id} ({kind})")
 
 
@@ -254,6 +268,34 @@ def _bedrock_actions(operation: str, url_path: str) -> list[tuple[str, str]]:
     return [(f"bedrock:{action}", model_arn(model_id))]
 
 
+_S3_OBJECT_ACTIONS = {
+    "CreateMultipartUpload": "PutObject",  # a multipart upload's steps are s3:PutObject
+    "UploadPart": "PutObject",
+    "CompleteMultipartUpload": "PutObject",
+    "PutObject": "PutObject",
+    "AbortMultipartUpload": "AbortMultipartUpload",
+    "GetObject": "GetObject",
+    "DeleteObject": "DeleteObject",
+}
+_S3_BUCKET_ACTIONS = {
+    "ListObjectsV2": "ListBucket",
+    "ListMultipartUploads": "ListBucketMultipartUploads",
+}
+
+
+def _s3_actions(operation: str, url: str, body: Any) -> list[tuple[str, str]]:
+    """A request to moto's path-style URL (``/bucket/key``) as IAM sees it; DeleteObjects
+    needs s3:DeleteObject on each key its XML body names."""
+    bucket, _, key = unquote(urlsplit(url).path).lstrip("/").partition("/")
+    arn = f"arn:aws:s3:::{bucket}"
+    if operation == "DeleteObjects":
+        keys = re.findall(r"<Key>(.*?)</Key>", bytes(body or b"").decode())
+        return [("s3:DeleteObject", f"{arn}/{found}") for found in keys]
+    if operation in _S3_BUCKET_ACTIONS:
+        return [(f"s3:{_S3_BUCKET_ACTIONS[operation]}", arn)]
+    return [(f"s3:{_S3_OBJECT_ACTIONS.get(operation, operation)}", f"{arn}/{key}")]
+
+
 def _connection_action(url: str) -> tuple[str, str]:
     """``POST https://{apiId}.execute-api…/{stage}/@connections/{id}`` as IAM sees it."""
     host, _, path = url.removeprefix("https://").partition("/")
@@ -263,7 +305,9 @@ def _connection_action(url: str) -> tuple[str, str]:
 
 
 class Recorder:
-    """The ``before-call`` hook: each request made during an invocation, under its function."""
+    """The ``before-call`` hook: each request made during an invocation, under its function.
+    A pre-signed URL is no request, but whoever follows it acts with the signer's role:
+    ``presigned`` records the action it signs for."""
 
     def __init__(self) -> None:
         self.function: str | None = None
@@ -274,6 +318,10 @@ class Recorder:
             return
         service = model.service_model.service_name
         operation = model.name
+        if service == "s3":
+            actions = _s3_actions(operation, params["url"], params.get("body"))
+            self.seen |= {Request(self.function, action, arn) for action, arn in actions}
+            return
         body = json.loads(params.get("body") or b"{}")
         if service == "dynamodb":
             actions = _dynamodb_actions(operation, body)
@@ -290,6 +338,11 @@ class Recorder:
             actions = [(f"{service}:{operation}", "*")]
         self.seen |= {Request(self.function, action, arn) for action, arn in actions}
 
+    def presigned(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        if self.function is not None and context.get("is_presign_request"):
+            arn = f"arn:aws:s3:::{params['Bucket']}/{params['Key']}"
+            self.seen.add(Request(self.function, "s3:GetObject", arn))
+
 
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
@@ -301,9 +354,13 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
         boto3._get_default_session().events,  # boto3's own default session
         dynamodb_client().meta.events,
         sqs_client().meta.events,
+        s3_client().meta.events,
     ]
     for emitter in emitters:
         emitter.register_first("before-call.*.*", recording, unique_id="least-privilege")
+        emitter.register_first(
+            "before-parameter-build.s3.GetObject", recording.presigned, unique_id="presigned"
+        )
     real_invoke = runtime.invoke
 
     def invoke(function: str, event: dict[str, Any]) -> Any:
@@ -317,6 +374,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
     yield recording
     for emitter in emitters:
         emitter.unregister("before-call.*.*", unique_id="least-privilege")
+        emitter.unregister("before-parameter-build.s3.GetObject", unique_id="presigned")
     persistence_layer.cache_clear()
 
 
@@ -468,10 +526,11 @@ def run_everything(
 ) -> None:
     """Every sample event and a refused WebSocket frame; then the same turns over HTTP and
     streamed over the WebSocket API (``turns``), thread memory and an entry that expires;
-    an export imported back in two chunks; then the schedules, the worker on every job all
-    that queued (extraction, the summary of a thread longer than the window,
-    consolidation, import chunks), the thread's deletion, the caller's erasure of their
-    data, and the project's deletion, most of it by the worker."""
+    an export imported back in two chunks, a large export and one too large; then the
+    schedules, the worker on every job all that queued (extraction, the summary of a
+    thread longer than the window, consolidation, import chunks), the thread's deletion,
+    the caller's erasure of their data (their exports too), and the project's deletion,
+    most of it by the worker."""
     links = AnsweredLinks()
     stream_links().use(links)
     try:
@@ -506,6 +565,7 @@ def run_everything(
         }
     )
     call("POST", f"/projects/{project}/import", document)
+    large_exports(project)
     time.sleep(1.5)
     for event_file in EVENT_FILES:
         if event_file.name.startswith("maintenance-"):
@@ -523,7 +583,25 @@ def run_everything(
     call(
         "POST", f"/projects/{project}/import", {"format": "threads", "threads": [thread_elsewhere]}
     )
+    large_exports(project)  # left for the worker's erasure
     delete_through_the_worker(store, project)
+
+
+def large_exports(project: str) -> None:
+    """The project's export as JSON Lines in the exports bucket, behind a pre-signed link,
+    then one past EXPORT_LINES_MAX_BYTES, whose parts are dropped."""
+    service = data_service()
+    settings = service._settings
+    try:
+        service._settings = settings.model_copy(update={"export_max_bytes": 0})
+        assert call("GET", f"/projects/{project}/export")["format"] == "recall.export.jsonl"
+        service._settings = settings.model_copy(
+            update={"export_max_bytes": 0, "export_lines_max_bytes": 1}
+        )
+        event = runtime.http_event("GET", f"/projects/{project}/export", sub=DEMO_USER)
+        assert runtime.invoke("DataFunction", event)["statusCode"] == 413
+    finally:
+        service._settings = settings
 
 
 def delete_through_the_worker(store: embedded.EmbeddedStore, project: str) -> None:

@@ -809,11 +809,29 @@ async function exportProject() {
   const answer = await attempt("export your data", () => request("GET", projectPath("/export"), undefined, { raw: true }));
   if (!answer) return;
   const blob = await answer.blob();
-  const link = el("a", { href: URL.createObjectURL(blob), download: `recall-${state.project.id}.json` });
+  let large = null;
+  try {
+    const head = JSON.parse(await blob.text());
+    if (head.format === "recall.export.jsonl") large = head;
+  } catch {
+    // not JSON: saved as it came
+  }
+  if (large) {
+    // Past one response's size: JSON Lines behind a pre-signed link, saved as an attachment.
+    showNote(`Your export is large (${large.bytes.toLocaleString()} bytes): it downloads as JSON Lines; the link works until ${new Date(large.expiresAt).toLocaleTimeString()}.`);
+    save(large.url);
+    return;
+  }
+  const href = URL.createObjectURL(blob);
+  save(href, `recall-${state.project.id}.json`);
+  setTimeout(() => URL.revokeObjectURL(href), 1000);
+}
+
+function save(href, name) {
+  const link = el("a", { href, download: name || "" });
   document.body.append(link);
   link.click();
   link.remove();
-  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
 }
 
 async function importFile() {

@@ -161,6 +161,16 @@ class Settings(BaseSettings):
     # (API Gateway's own limit is 10 MB); it is checked whole, then written by the worker
     # in chunks of at most IMPORT_CHUNK_MAX_BYTES (each one DynamoDB item, under 400 KB).
     export_max_bytes: int = 5_500_000
+    # Above EXPORT_MAX_BYTES the export is JSON Lines in the exports bucket instead, streamed
+    # there as a multipart upload in parts of EXPORT_PART_BYTES (S3: at least 5 MiB but the
+    # last, at most 10,000), and answered with a pre-signed GET URL valid this many seconds
+    # (signed with the function's temporary credentials, it may stop sooner if they do).
+    # An export is written within one request, and API Gateway waits 30 s for it: over
+    # EXPORT_LINES_MAX_BYTES it stops with a 413 rather than run out of time.
+    exports_bucket: str = ""
+    export_part_bytes: int = 5_242_880
+    export_link_seconds: int = 900
+    export_lines_max_bytes: int = 50_000_000
     import_max_bytes: int = 5_500_000
     import_threads_max: int = 1_000
     import_messages_per_thread_max: int = 1_000

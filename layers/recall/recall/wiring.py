@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from recall.domain.prompt import ModelProvider
 from recall.settings import Settings, get_settings
 from recall.store.conversations import ConversationStore
+from recall.store.exports import ExportStore
 from recall.store.idempotency import IdempotencyRecords
 from recall.store.imports import ImportStore
 from recall.store.jobs import JobQueue
@@ -117,6 +118,11 @@ def import_store() -> ImportStore:
 
 
 @lru_cache(maxsize=1)
+def export_store() -> ExportStore:
+    return ExportStore(get_settings())
+
+
+@lru_cache(maxsize=1)
 def memory_upkeep() -> MemoryUpkeep:
     return MemoryUpkeep(get_settings())
 
@@ -163,6 +169,7 @@ def erasure_service() -> ErasureService:
         IdempotencyRecords(get_settings()),
         import_store(),
         job_queue(),
+        export_store(),
     )
 
 
@@ -179,6 +186,7 @@ def data_service() -> DataService:
         memory_store(),
         import_store(),
         job_queue(),
+        export_store(),
     )
 
 

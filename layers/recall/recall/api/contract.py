@@ -126,7 +126,7 @@ ROUTES: dict[str, Contract] = {
     f"PUT {_MEMORY}": Contract(_UPSERTED, (403, 404, 409, 422)),
     f"DELETE {_MEMORY}": Contract(_DONE, (403, 404, 409, 422)),
     f"GET {_MEMORY}/history": Contract(_OK, (403, 404, 422)),
-    # An export over EXPORT_MAX_BYTES is a 413 too: more than one response can carry.
+    # An export over EXPORT_LINES_MAX_BYTES is a 413 too: more than one request can write.
     "GET /projects/{projectId}/export": Contract(_OK, (403,)),
     "POST /projects/{projectId}/import": Contract(_ACCEPTED, (403, 422)),
     "GET /projects/{projectId}/import/{importId}": Contract(_OK, (403, 404)),

@@ -5,9 +5,10 @@ Each erasure writes its marker first (the member item gives way to ``ERASING#<us
 one transaction; a project item gets ``erasing``), so from that moment the erased user
 holds no role: every read answers 403, and a turn's transaction, which checks the role,
 can no longer save. Then every table's items of that user and project are deleted, each
-found by a Query on its own keys, at most ``erase_items_per_run`` per invocation; the
-marker goes last. A failure part-way leaves the marker: a retry of the request, or the
-worker job queued when the request failed or ran out of room, goes on from what is left.
+found by a Query on its own keys (and their large exports in S3, by their prefix), at most
+``erase_items_per_run`` per invocation; the marker goes last. A failure part-way leaves
+the marker: a retry of the request, or the worker job queued when the request failed or
+ran out of room, goes on from what is left.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from recall.errors import Conflict, DomainError
 from recall.observability import logger
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
+from recall.store.exports import ExportStore
 from recall.store.idempotency import IdempotencyRecords
 from recall.store.imports import ImportStore
 from recall.store.jobs import JobQueue
@@ -46,6 +48,7 @@ class ErasureService:
         records: IdempotencyRecords,
         imports: ImportStore,
         queue: JobQueue,
+        exports: ExportStore,
     ) -> None:
         self._budget = settings.erase_items_per_run
         self._projects = projects
@@ -56,6 +59,7 @@ class ErasureService:
         self._records = records
         self._imports = imports
         self._queue = queue
+        self._exports = exports
 
     def erase_me(self, user_id: str, project_id: str) -> bool:
         """Erase everything of the caller in the project and their membership: ``True``
@@ -166,7 +170,7 @@ class ErasureService:
                 left -= 2
                 if left <= 0:
                     return -1
-        for erase in (self._memories.erase, self._records.erase):
+        for erase in (self._memories.erase, self._records.erase, self._exports.erase):
             left -= erase(user_id, project_id, left)
             if left <= 0:
                 return -1
