@@ -29,8 +29,8 @@ from recall.domain.memory import (
     sort_for_listing,
 )
 from recall.domain.messages import Message
-from recall.domain.projects import Member, Project
 from recall.domain.presets import ThreadSettings
+from recall.domain.projects import Member, Project
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.domain.session import Session
 from recall.domain.turn_memory import MemoryChange
