@@ -15,8 +15,9 @@ import pytest
 from recall.providers.bedrock import BedrockProvider
 from recall.settings import get_settings
 from recall.store.presets import PresetStore
-from recall.wiring import model_choice, preset_store
+from recall.wiring import model_choice, preset_store, stream_links
 from tests.integration.conftest import Api
+from tests.integration.test_chat_over_websocket import RecordingLinks, Socket
 
 MakeProject = Callable[..., str]
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -328,3 +329,27 @@ def test_a_thread_from_a_preset_sends_its_prompts_and_settings_to_bedrock(
     ]
     shown = alice.get(f"/projects/{project}/conversations/{reply.body['conversation']['id']}")
     assert shown.body["conversation"]["presetId"] == preset
+
+
+def test_a_streamed_first_turn_starts_its_thread_from_a_preset(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    preset = make_preset(alice, project)
+    links = RecordingLinks()
+    stream_links().use(links)
+    try:
+        frames = Socket(alice, links).send(
+            {
+                "action": "chat",
+                "projectId": project,
+                "body": {"message": "Blurb for rye bread", "presetId": preset},
+            }
+        )
+    finally:
+        stream_links().use(None)
+    done = frames[-1]
+    assert (done["type"], done["status"]) == ("done", 200), frames
+    thread = done["body"]["conversation"]["id"]
+    shown = alice.get(f"/projects/{project}/conversations/{thread}").body["conversation"]
+    assert shown["presetId"] == preset
