@@ -74,12 +74,13 @@ invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 openapi: install ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
 
-bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; prefix reuse; time to first delta; erasure and large export by size
+bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; prefix reuse; time to first delta; erasure and large export by size; a preset's cost
 	$(PY) -m bench.turns
 	$(PY) -m bench.prompt_cache
 	$(PY) -m bench.stream
 	$(PY) -m bench.erase
 	$(PY) -m bench.large_export
+	$(PY) -m bench.presets
 
 bench-import: install ## Import 1,000 threads of 50 messages through the queue: time, progress, peak memory
 	$(PY) -m bench.imports

@@ -17,12 +17,14 @@ from recall.domain.ids import new_id
 from recall.domain.imports import ImportProgress, ImportStatus
 from recall.domain.memory import Category, MemoryEntry
 from recall.domain.messages import Message
+from recall.domain.presets import ContextPrompt, Preset, ThreadSettings
 from recall.domain.projects import Member, Project
 from recall.errors import Conflict
 from recall.settings import get_settings
 from recall.store.conversations import ConversationStore
 from recall.store.imports import ImportStore
 from recall.store.messages import MessageStore
+from recall.store.presets import PresetStore
 from recall.store.projects import ProjectStore
 
 
@@ -64,6 +66,7 @@ class DemoIds(NamedTuple):
     memory_key: str
     member_id: str
     import_id: str
+    preset_id: str
 
 
 _PATH_PARAMETERS = {
@@ -72,6 +75,7 @@ _PATH_PARAMETERS = {
     "memory_key": "key",
     "member_id": "userId",
     "import_id": "importId",
+    "preset_id": "presetId",
 }
 
 
@@ -113,6 +117,7 @@ def seed_demo() -> DemoIds:
     from recall.store.memories import MemoryStore
 
     seed_import(DEMO_USER, ids.project_id, ids.import_id)
+    seed_preset(DEMO_USER, ids.project_id, ids.preset_id)
     memories = MemoryStore(settings)
     now = clock.now()
     persistent, _ = memories.active(DEMO_USER, ids.project_id, None, now)
@@ -158,6 +163,31 @@ def seed_import(user_id: str, project_id: str, import_id: str) -> None:
         updated_at=at,
     )
     ImportStore(get_settings()).start(done, [], clock.now())
+
+
+def seed_preset(user_id: str, project_id: str, preset_id: str) -> None:
+    """A preset of the project, made by ``user_id``; already there is fine."""
+    settings = get_settings()
+    presets = PresetStore(settings, ProjectStore(settings))
+    if presets.get(project_id, preset_id) is not None:
+        return
+    at = clock.stamp(clock.now())
+    presets.create(
+        Preset(
+            project_id=project_id,
+            preset_id=preset_id,
+            name="Brand voice",
+            context_prompts=[
+                ContextPrompt(role="user", content="Answer as the Corner Shop's own voice."),
+                ContextPrompt(role="assistant", content="Friendly, brief, and local."),
+            ],
+            settings=ThreadSettings(temperature=0.4),
+            created_by=user_id,
+            created_at=at,
+            updated_at=at,
+        ),
+        user_id,
+    )
 
 
 def seed_project(owner_id: str, project_id: str, conversation_id: str) -> None:

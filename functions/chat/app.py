@@ -37,7 +37,12 @@ def chat(projectId: str, body: ChatRequest) -> ChatReply:
         body.model_dump(mode="json"),
         lambda: recorded(
             lambda: chat_service().turn(
-                user_id, projectId, body.message, body.conversation_id, body.model
+                user_id,
+                projectId,
+                body.message,
+                body.conversation_id,
+                body.model,
+                preset_id=body.preset_id,
             )
         ),
         lambda: project_access().require(user_id, projectId, Role.EDITOR),

@@ -20,6 +20,7 @@ from recall.api.models import (
     UpdateConversationRequest,
 )
 from recall.observability import logger, metrics, tracer
+from recall.services.conversations import KEEP, SettingsChange
 from recall.settings import get_settings
 from recall.wiring import conversation_service
 
@@ -49,7 +50,8 @@ def create_conversation(
     projectId: str, body: CreateConversationRequest | None = None
 ) -> Response[ConversationView]:
     title = body.title if body else None
-    conversation = conversation_service().create(caller_id(app), projectId, title)
+    preset_id = body.preset_id if body else None
+    conversation = conversation_service().create(caller_id(app), projectId, title, preset_id)
     return Response(
         status_code=201,
         content_type=content_types.APPLICATION_JSON,
@@ -80,8 +82,11 @@ def get_conversation(
 def update_conversation(
     projectId: str, conversationId: str, body: UpdateConversationRequest
 ) -> ConversationView:
+    settings: SettingsChange = KEEP
+    if "settings" in body.model_fields_set:
+        settings = body.settings.changes() if body.settings is not None else None
     conversation = conversation_service().update(
-        caller_id(app), projectId, conversationId, body.title, body.archived
+        caller_id(app), projectId, conversationId, body.title, body.archived, settings
     )
     return ConversationView.of(conversation)
 

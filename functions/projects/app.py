@@ -1,6 +1,7 @@
 """Projects and members: POST/GET /projects, GET/PATCH/DELETE /projects/{projectId},
 GET /projects/{projectId}/members, PUT/DELETE /projects/{projectId}/members/{userId},
-DELETE /projects/{projectId}/me."""
+DELETE /projects/{projectId}/me, and the project's presets: GET/POST
+/projects/{projectId}/presets, GET/PATCH/DELETE /projects/{projectId}/presets/{presetId}."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ from recall.api.models import (
     SetMemberRequest,
     UpdateProjectRequest,
 )
+from recall.api.presets import CreatePresetRequest, PresetList, PresetView, UpdatePresetRequest
 from recall.domain.access import Role
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
-from recall.wiring import erasure_service, project_service
+from recall.wiring import erasure_service, preset_service, project_service
 
 app = new_resolver()
 
@@ -64,7 +66,13 @@ def get_project(projectId: str) -> ProjectView:
 
 @app.patch("/projects/<projectId>")
 def update_project(projectId: str, body: UpdateProjectRequest) -> ProjectView:
-    project, role = project_service().update(caller_id(app), projectId, body.name, body.context)
+    project, role = project_service().update(
+        caller_id(app),
+        projectId,
+        body.name,
+        body.context,
+        body.settings.settings() if body.settings is not None else None,
+    )
     return ProjectView.of(project, role)
 
 
@@ -100,6 +108,53 @@ def erase_me(projectId: str) -> Response[ErasureView | None]:
 def delete_project(projectId: str) -> Response[ErasureView | None]:
     """The project, with everything of everyone in it (owners only)."""
     return _erased(projectId, erasure_service().erase_project(caller_id(app), projectId))
+
+
+@app.get("/projects/<projectId>/presets")
+def list_presets(projectId: str) -> PresetList:
+    presets = preset_service().list_presets(caller_id(app), projectId)
+    return PresetList(presets=[PresetView.of(preset) for preset in presets])
+
+
+@app.post("/projects/<projectId>/presets")
+def create_preset(projectId: str, body: CreatePresetRequest) -> Response[PresetView]:
+    preset = preset_service().create(
+        caller_id(app),
+        projectId,
+        body.name,
+        [prompt.prompt() for prompt in body.context_prompts],
+        body.settings.settings(),
+    )
+    return Response(
+        status_code=201, content_type=content_types.APPLICATION_JSON, body=PresetView.of(preset)
+    )
+
+
+@app.get("/projects/<projectId>/presets/<presetId>")
+def get_preset(projectId: str, presetId: str) -> PresetView:
+    return PresetView.of(preset_service().get(caller_id(app), projectId, presetId))
+
+
+@app.patch("/projects/<projectId>/presets/<presetId>")
+def update_preset(projectId: str, presetId: str, body: UpdatePresetRequest) -> PresetView:
+    preset = preset_service().update(
+        caller_id(app),
+        projectId,
+        presetId,
+        body.name,
+        [prompt.prompt() for prompt in body.context_prompts]
+        if body.context_prompts is not None
+        else None,
+        body.settings.settings() if body.settings is not None else None,
+    )
+    return PresetView.of(preset)
+
+
+@app.delete("/projects/<projectId>/presets/<presetId>")
+def delete_preset(projectId: str, presetId: str) -> Response[None]:
+    """Threads started from the preset keep their copy of it."""
+    preset_service().delete(caller_id(app), projectId, presetId)
+    return Response(status_code=204)
 
 
 def _erased(project_id: str, done: bool) -> Response[ErasureView | None]:

@@ -43,7 +43,13 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         frame,
         stream_links().connection(hand_off.domain_name, hand_off.stage, hand_off.connection_id),
         lambda listener: chat_service().turn(
-            user_id, frame.project_id, body.message, body.conversation_id, body.model, listener
+            user_id,
+            frame.project_id,
+            body.message,
+            body.conversation_id,
+            body.model,
+            listener,
+            preset_id=body.preset_id,
         ),
         lambda: project_access().require(user_id, frame.project_id, Role.EDITOR),
     )

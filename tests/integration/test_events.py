@@ -84,6 +84,11 @@ EXPECTED_STATUS = {
     "projects-list-members.json": 200,
     "projects-list.json": 200,
     "projects-openapi.json": 200,
+    "projects-presets-create.json": 201,
+    "projects-presets-delete.json": 204,
+    "projects-presets-get.json": 200,
+    "projects-presets-list.json": 200,
+    "projects-presets-update.json": 200,
     "projects-remove-member.json": 204,
     "projects-set-member.json": 200,
     "projects-update.json": 200,
@@ -181,6 +186,21 @@ EXPECTED_FACT: dict[str, Callable[[Any], bool]] = {
     ),
     "projects-openapi.json": lambda body: (
         body["openapi"].startswith("3.") and "/projects/{projectId}/chat" in body["paths"]
+    ),
+    "projects-presets-create.json": lambda body: (
+        body["name"] == sent("projects-presets-create.json")["name"]
+        and body["contextPrompts"] == sent("projects-presets-create.json")["contextPrompts"]
+        and body["settings"]["useSummary"] is False
+        and body["id"] != demo_ids().preset_id
+    ),
+    "projects-presets-delete.json": lambda _: answer_to("projects-presets-get.json")[0] == 404,
+    "projects-presets-get.json": lambda body: body["id"] == demo_ids().preset_id,
+    "projects-presets-list.json": lambda body: (
+        demo_ids().preset_id in [preset["id"] for preset in body["presets"]]
+    ),
+    "projects-presets-update.json": lambda body: (
+        (body["id"], body["settings"]["temperature"], body["settings"]["sendMemory"])
+        == (demo_ids().preset_id, 0.5, False)
     ),
     "projects-remove-member.json": lambda _: (
         demo_ids().member_id

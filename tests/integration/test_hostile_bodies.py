@@ -17,7 +17,14 @@ from local.seed import seed_project
 USER = "hostile-body-user"
 PROJECT = "01M8MKH0STB0DY000000000000"
 THREAD = "01M8MKH0STB0DY000000000001"
-PATH_VALUES = {"projectId": PROJECT, "conversationId": THREAD, "key": "tone", "userId": "someone"}
+PRESET = "01M8MKH0STB0DY000000000002"
+PATH_VALUES = {
+    "projectId": PROJECT,
+    "conversationId": THREAD,
+    "key": "tone",
+    "userId": "someone",
+    "presetId": PRESET,
+}
 BODY_ROUTES = [route for route in template.routes() if route.method in {"POST", "PUT", "PATCH"}]
 FAST = settings(
     max_examples=40,

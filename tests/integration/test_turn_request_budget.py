@@ -153,6 +153,28 @@ def test_a_new_thread_reads_in_one_round_trip_then_creates_the_thread(
     assert recorder.after_model() == ["TransactWriteItems"]
 
 
+def test_a_new_thread_from_a_preset_reads_the_preset_in_the_same_round_trip(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    project = make_project(alice)
+    preset = alice.post(
+        f"/projects/{project}/presets",
+        {"name": "Terse", "contextPrompts": [{"role": "user", "content": "Be terse."}]},
+    ).body["id"]
+    recorder.start()
+    reply = alice.post(f"/projects/{project}/chat", {"message": "hello", "presetId": preset})
+    assert reply.status == 200
+    assert round_trips(recorder.before_model()) == [["BatchGetItem", "Query"], ["PutItem"]]
+    assert recorder.after_model() == ["TransactWriteItems"]
+    # and its later turns carry the preset with the thread: still one round trip
+    thread = reply.body["conversation"]["id"]
+    recorder.start()
+    body = {"message": "and then?", "conversationId": thread}
+    assert alice.post(f"/projects/{project}/chat", body).status == 200
+    assert round_trips(recorder.before_model()) == [["BatchGetItem", "Query", "Query"]]
+    recorder.stop()
+
+
 def test_latest_finds_the_thread_first_then_reads_it_in_one_round_trip(
     alice: Api, make_project: MakeProject, recorder: Recorder
 ) -> None:

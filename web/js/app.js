@@ -49,6 +49,7 @@ const state = {
   olderCursor: null,
   loadingOlder: false,
   memories: [],
+  presets: [],
   threshold: config.nudgeThresholdTurns,
   sending: false,
 };
@@ -213,9 +214,10 @@ async function openProject(project) {
   state.conversation = null;
   state.archived = false;
   $("show-archived").checked = false;
+  state.presets = [];
   renderProject();
   newChat();
-  await Promise.all([loadThreads(), loadMemory()]);
+  await Promise.all([loadThreads(), loadMemory(), loadPresets()]);
 }
 
 function setReason(node, reason) {
@@ -320,6 +322,7 @@ function newChat(prefill = "") {
   $("nudge").hidden = true;
   $("message-list").replaceChildren();
   $("composer-input").value = prefill;
+  renderPresetPicker();
   renderThreads();
   go("chat");
   if (!$("composer-input").disabled) $("composer-input").focus();
@@ -347,6 +350,7 @@ async function openThread(id) {
 
 function renderThreadHead() {
   const thread = state.conversation;
+  renderPresetPicker();
   $("chat-title").textContent = thread.title || "Untitled";
   $("thread-actions").hidden = false;
   $("archive-thread").textContent = thread.archived ? "Restore" : "Archive";
@@ -444,6 +448,7 @@ async function sendTurn(text, retry) {
   scrollToEnd();
   const body = { message: text };
   if (state.conversation) body.conversationId = state.conversation.id;
+  else if ($("preset-select").value) body.presetId = $("preset-select").value;
   const projectId = state.project.id;
   const finished = () => {
     state.sending = false;
@@ -720,17 +725,20 @@ async function addMemory(event) {
 async function loadContext() {
   const view = $("context-view");
   if (!state.conversation) {
+    fillThreadSettings();
     view.replaceChildren(el("p", { class: "empty" }, "Open a thread to see what its next turn would send the model."));
     return;
   }
   const preview = await attempt("load the context preview", () => get(threadPath("/context")));
   if (!preview) return;
+  fillThreadSettings();
   const layer = (name, id, content) =>
     el("section", { class: "layer", dataset: { layer: id } }, el("h3", {}, name), content);
   const text = (value) => (value ? el("pre", {}, value) : el("p", { class: "empty" }, "(empty)"));
   const systemParts = preview.system.filter((part) => part !== preview.memoryBlock && part !== preview.projectContext);
   view.replaceChildren(
     el("p", { class: "tokens", dataset: { tokens: String(preview.tokenEstimate) } }, `≈ ${preview.tokenEstimate.toLocaleString()} tokens for ${preview.model}`),
+    layer("Settings", "settings", el("p", {}, settingsWords(preview.settings))),
     // The system parts besides the memory block and project context, shown in their own layers.
     el(
       "details",
@@ -742,6 +750,13 @@ async function loadContext() {
     layer("Project context", "project", text(preview.projectContext)),
     layer("Summary", "summary", text(preview.summary)),
     layer(
+      `Preset prompts (${preview.contextPrompts.length})`,
+      "prompts",
+      preview.contextPrompts.length
+        ? el("ol", { class: "window" }, preview.contextPrompts.map((prompt) => el("li", {}, el("strong", {}, `${prompt.role}: `), prompt.content)))
+        : text(""),
+    ),
+    layer(
       `Window (${preview.window.length} messages)`,
       "window",
       preview.window.length
@@ -751,11 +766,122 @@ async function loadContext() {
   );
 }
 
+function settingsWords(settings) {
+  return [
+    `${settings.model}`,
+    `temperature ${settings.temperature}`,
+    `up to ${settings.maxTokens} tokens`,
+    `${settings.windowMessages} messages`,
+    settings.useSummary ? "with the summary" : "exact short context",
+    settings.sendMemory ? "with project memory" : "without project memory",
+  ].join(" · ");
+}
+
+function fillThreadSettings() {
+  const box = $("thread-settings-box");
+  box.hidden = !state.conversation;
+  if (!state.conversation) return;
+  const own = state.conversation.settings || {};
+  const shown = (value) => (value === null || value === undefined ? "" : String(value));
+  $("thread-temperature").value = shown(own.temperature);
+  $("thread-max-tokens").value = shown(own.maxTokens);
+  $("thread-window").value = shown(own.windowMessages);
+  $("thread-summary").value = shown(own.useSummary);
+  $("thread-memory").value = shown(own.sendMemory);
+  for (const control of $("thread-settings").elements) control.disabled = !canEdit();
+}
+
+async function saveThreadSettings(settings) {
+  const changed = await attempt("change the thread's settings", () => send("PATCH", threadPath(), { settings }));
+  if (!changed) return;
+  state.conversation = changed;
+  loadContext();
+}
+
+function threadOverrides() {
+  const number = (id) => ($(id).value === "" ? null : Number($(id).value));
+  const flag = (id) => ($(id).value === "" ? null : $(id).value === "true");
+  return {
+    temperature: number("thread-temperature"),
+    maxTokens: number("thread-max-tokens"),
+    windowMessages: number("thread-window"),
+    useSummary: flag("thread-summary"),
+    sendMemory: flag("thread-memory"),
+  };
+}
+
+// ---------- presets ----------
+
+async function loadPresets() {
+  if (!state.project) return;
+  const project = state.project.id;
+  const found = await attempt("load the presets", () => get(projectPath("/presets")));
+  if (!found || !state.project || state.project.id !== project) return;
+  state.presets = found.presets;
+  renderPresetPicker();
+  const editor = canEdit();
+  $("preset-list").replaceChildren(
+    ...(state.presets.length
+      ? state.presets.map((preset) =>
+          el(
+            "li",
+            { dataset: { preset: preset.id } },
+            el("span", { class: "member" }, `${preset.name} (${preset.contextPrompts.length} prompts)`),
+            el("button", { type: "button", class: "danger", disabled: !editor, onclick: () => deletePreset(preset) }, "Delete"),
+          ),
+        )
+      : [el("li", { class: "empty" }, "No presets yet.")]),
+  );
+  for (const control of $("preset-form").elements) control.disabled = !editor;
+}
+
+function renderPresetPicker() {
+  const select = $("preset-select");
+  const chosen = select.value;
+  select.replaceChildren(
+    el("option", { value: "" }, "No preset"),
+    ...state.presets.map((preset) => el("option", { value: preset.id }, preset.name)),
+  );
+  select.value = state.presets.some((preset) => preset.id === chosen) ? chosen : "";
+  $("preset-pick").hidden = Boolean(state.conversation) || !state.presets.length || !canEdit();
+}
+
+async function addPreset(event) {
+  event.preventDefault();
+  const contextPrompts = [];
+  for (const line of $("preset-prompts").value.split("\n")) {
+    const found = /^\s*(user|assistant)\s*:\s*(.+)$/i.exec(line);
+    if (found) contextPrompts.push({ role: found[1].toLowerCase(), content: found[2].trim() });
+    else if (line.trim()) {
+      showError(new Error(`"${line.trim()}" does not start with user: or assistant:`), "save the preset");
+      return;
+    }
+  }
+  const settings = {};
+  if ($("preset-temperature").value !== "") settings.temperature = Number($("preset-temperature").value);
+  if ($("preset-window").value !== "") settings.windowMessages = Number($("preset-window").value);
+  if ($("preset-no-summary").checked) settings.useSummary = false;
+  if ($("preset-no-memory").checked) settings.sendMemory = false;
+  const body = { name: $("preset-name").value.trim(), contextPrompts, settings };
+  const created = await attempt("save the preset", () => send("POST", projectPath("/presets"), body));
+  if (!created) return;
+  $("preset-form").reset();
+  $("preset-add").open = false;
+  loadPresets();
+}
+
+async function deletePreset(preset) {
+  if (!(await confirmed(`Delete the preset ${preset.name}? Threads started from it keep their copy.`, "Delete"))) return;
+  const done = await attempt(`delete ${preset.name}`, () => send("DELETE", projectPath(`/presets/${enc(preset.id)}`)));
+  if (done !== undefined) loadPresets();
+}
+
 // ---------- project settings ----------
 
 async function loadProjectSettings() {
   if (!state.project) return;
   renderProject();
+  loadPresets();
   const found = await attempt("load the members", () => get(projectPath("/members")));
   if (!found) return;
   const owner = isOwner();
@@ -932,6 +1058,12 @@ function wire() {
   $("export").addEventListener("click", exportProject);
   $("import-file").addEventListener("change", importFile);
   $("erase-me").addEventListener("click", eraseMe);
+  $("preset-form").addEventListener("submit", addPreset);
+  $("thread-settings").addEventListener("submit", (event) => {
+    event.preventDefault();
+    saveThreadSettings(threadOverrides());
+  });
+  $("thread-follow").addEventListener("click", () => saveThreadSettings(null));
   for (const button of document.querySelectorAll("[data-go]")) {
     button.addEventListener("click", () => go(button.dataset.go));
   }

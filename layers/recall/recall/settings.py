@@ -30,6 +30,16 @@ class Settings(BaseSettings):
     project_context_value_max_chars: int = 500
     projects_page_max: int = 100
 
+    # Presets (NextChat's masks): per project, each with ordered context prompts and
+    # settings. A thread keeps a copy of its preset's, so they bound the thread item too.
+    presets_max: int = 20
+    preset_name_max_chars: int = 80
+    context_prompts_max: int = 8
+    context_prompt_max_chars: int = 2_000
+    # The highest maxTokens and windowMessages a project, preset or thread may set.
+    model_max_tokens_limit: int = 8_192
+    window_messages_max: int = 100
+
     # Conversations and messages
     conversations_page_default: int = 50
     conversations_page_max: int = 100

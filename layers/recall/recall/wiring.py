@@ -17,6 +17,7 @@ from recall.store.jobs import JobQueue
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
+from recall.store.presets import PresetStore
 from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore
 from recall.store.turns import TurnStore
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from recall.services.jobs import JobRunner
     from recall.services.maintenance import Maintenance
     from recall.services.memories import MemoryService
+    from recall.services.presets import PresetService
     from recall.services.projects import ProjectService
     from recall.services.summaries import Summarizer
     from recall.services.turn_context import TurnContextLoader
@@ -128,6 +130,18 @@ def memory_upkeep() -> MemoryUpkeep:
 
 
 @lru_cache(maxsize=1)
+def preset_store() -> PresetStore:
+    return PresetStore(get_settings(), project_store())
+
+
+@lru_cache(maxsize=1)
+def preset_service() -> PresetService:
+    from recall.services.presets import PresetService
+
+    return PresetService(get_settings(), project_access(), preset_store())
+
+
+@lru_cache(maxsize=1)
 def project_access() -> ProjectAccess:
     from recall.services.access import ProjectAccess
 
@@ -152,6 +166,7 @@ def conversation_service() -> ConversationService:
         message_store(),
         session_store(),
         memory_store(),
+        preset_store(),
     )
 
 
@@ -170,6 +185,7 @@ def erasure_service() -> ErasureService:
         import_store(),
         job_queue(),
         export_store(),
+        preset_store(),
     )
 
 

@@ -29,6 +29,7 @@ from recall.domain.memory import (
     sort_for_listing,
 )
 from recall.domain.messages import Message
+from recall.domain.presets import ThreadSettings
 from recall.domain.projects import Member, Project
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.domain.session import Session
@@ -103,6 +104,7 @@ class InMemoryProjects:
         context: dict[str, Any] | None,
         updated_at: str,
         *,
+        settings: ThreadSettings | None = None,
         caller_id: str,
         caller_roles: frozenset[Role],
     ) -> Project:
@@ -117,6 +119,8 @@ class InMemoryProjects:
             changes["name"] = name
         if context is not None:
             changes["context"] = context
+        if settings is not None:
+            changes["settings"] = settings
         self.projects[project_id] = project.model_copy(update=changes)
         return self.projects[project_id]
 
@@ -242,6 +246,7 @@ class InMemoryConversations:
             update={
                 "title": conversation.title,
                 "archived": conversation.archived,
+                "settings": conversation.settings,
                 "updated_at": conversation.updated_at,
             }
         )
@@ -601,7 +606,13 @@ class InMemoryTurns:
         self.attempts: list[SavedTurn] = []  # every save tried, landed or not
         self.saved: list[SavedTurn] = []
 
-    def read(self, user_id: str, project_id: str, conversation_id: str | None) -> TurnReads:
+    def read(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str | None,
+        preset_id: str | None = None,
+    ) -> TurnReads:
         self.reads.append(conversation_id)
         conversation = session = None
         if conversation_id:
@@ -660,6 +671,13 @@ class ScriptedModel:
         return step
 
 
+class InMemoryPresets:
+    """PresetStore's reads: no preset here (tests/integration covers presets)."""
+
+    def get(self, project_id: str, preset_id: str) -> None:
+        return None
+
+
 class InMemoryJobQueue:
     """The memory jobs queue: what was sent, in order; ``refuse`` makes every send fail."""
 
@@ -701,6 +719,7 @@ class InMemoryRecall:
             self.messages,
             self.sessions,
             self.memories,
+            InMemoryPresets(),  # type: ignore[arg-type]
         )
         self.memory_service = MemoryService(
             settings,

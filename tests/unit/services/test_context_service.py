@@ -72,7 +72,7 @@ def test_a_viewer_cannot_clear_context_but_can_preview_it() -> None:
     with pytest.raises(Forbidden):
         recall.context_service.clear(VIEWER, project, conversation_id)
     assert recall.sessions.get(VIEWER, project, conversation_id) == session
-    context, _, _ = recall.context_service.preview(VIEWER, project, conversation_id)
+    context, _, _, _ = recall.context_service.preview(VIEWER, project, conversation_id)
     assert context.window == session.window
 
 
@@ -141,7 +141,7 @@ def test_the_preview_is_the_next_turns_request_without_the_new_message() -> None
     conversation_id, session = thread_with_window(recall, BOB, project)
     recall.memories.add(BOB, project, MemoryEntry(key="tone", value="warm", category="brand"))
     # When
-    context, request, tokens = recall.context_service.preview(BOB, project, conversation_id)
+    context, request, tokens, _ = recall.context_service.preview(BOB, project, conversation_id)
     # Then it leaves out the new message, and saves and asks nothing
     assert [m.text for m in request.messages] == [m.content for m in session.window]
     assert "tone: warm" in context.memory_block

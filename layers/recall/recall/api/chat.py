@@ -14,8 +14,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Field
 
-from recall.api.models import Body, MessageView, UsageView, View
+from recall.api.models import Body, EffectiveSettingsView, MessageView, UsageView, View
 from recall.domain.context import TurnContext
+from recall.domain.presets import EffectiveSettings
 from recall.domain.prompt import ModelRequest
 from recall.errors import InProgress, Invalid, ModelFailed
 from recall.observability import logger
@@ -32,7 +33,14 @@ class ChatRequest(Body):
     conversation_id: str | None = Field(
         default=None, description='A thread id, "latest", or nothing to start a new thread.'
     )
-    model: str | None = None
+    model: str | None = Field(
+        default=None, description="This turn's model, over the thread's settings for it."
+    )
+    preset_id: str | None = Field(
+        default=None,
+        description="Start the new thread from this preset of the project (only without "
+        "conversationId).",
+    )
 
 
 class TurnConversationView(View):
@@ -99,12 +107,25 @@ class ContextPreview(View):
     memory_block: str
     project_context: str
     summary: str
+    context_prompts: list[WindowMessageView] = Field(
+        description="The thread's preset's prompts, sent after the summary, before the window."
+    )
     window: list[WindowMessageView]
     tools: list[str]
+    settings: EffectiveSettingsView = Field(
+        description="What the thread runs with: project defaults, its preset, its overrides."
+    )
     token_estimate: int
 
     @classmethod
-    def of(cls, context: TurnContext, request: ModelRequest, tokens: int) -> ContextPreview:
+    def of(
+        cls,
+        context: TurnContext,
+        request: ModelRequest,
+        tokens: int,
+        settings: EffectiveSettings,
+    ) -> ContextPreview:
+        prompts = len(context.context_prompts)
         return cls(
             model=request.model_id,
             system=request.system,
@@ -112,11 +133,16 @@ class ContextPreview(View):
             memory_block=context.memory_block,
             project_context=context.project_context,
             summary=context.summary,
+            context_prompts=[
+                WindowMessageView(role=message.role, content=message.text)
+                for message in request.messages[:prompts]
+            ],
             window=[
                 WindowMessageView(role=message.role, content=message.text)
-                for message in request.messages
+                for message in request.messages[prompts:]
             ],
             tools=[tool.name for tool in request.tools],
+            settings=EffectiveSettingsView(**settings.model_dump()),
             token_estimate=tokens,
         )
 

@@ -101,6 +101,7 @@ _ERASED = (202, 204)
 _ACCEPTED = (202,)
 _CONVERSATION = "/projects/{projectId}/conversations/{conversationId}"
 _MEMORY = "/projects/{projectId}/memories/{key}"
+_PRESET = "/projects/{projectId}/presets/{presetId}"
 
 ROUTES: dict[str, Contract] = {
     "POST /projects": Contract(_CREATED, (422,)),
@@ -113,6 +114,12 @@ ROUTES: dict[str, Contract] = {
     # 204 once everything is erased; 202 when the worker finishes it (ERASE_ITEMS_PER_RUN).
     "DELETE /projects/{projectId}/me": Contract(_ERASED, (403, 409)),
     "DELETE /projects/{projectId}": Contract(_ERASED, (403, 409)),
+    "GET /projects/{projectId}/presets": Contract(_OK, (403,)),
+    # 409: the project has PRESETS_MAX presets already.
+    "POST /projects/{projectId}/presets": Contract(_CREATED, (403, 409, 422)),
+    f"GET {_PRESET}": Contract(_OK, (403, 404)),
+    f"PATCH {_PRESET}": Contract(_OK, (403, 404, 422)),
+    f"DELETE {_PRESET}": Contract(_DONE, (403, 404)),
     "GET /projects/{projectId}/conversations": Contract(_OK, (403, 422)),
     "POST /projects/{projectId}/conversations": Contract(_CREATED, (403, 422)),
     f"GET {_CONVERSATION}": Contract(_OK, (403, 404, 422)),

@@ -11,6 +11,7 @@ from pydantic.alias_generators import to_camel
 from recall.domain.access import Role
 from recall.domain.conversations import Conversation, Period
 from recall.domain.messages import Message
+from recall.domain.presets import ThreadSettings
 from recall.domain.projects import Member, Project
 from recall.domain.prompt import Usage
 
@@ -25,6 +26,60 @@ class View(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
+# Settings (of a project, a preset, a thread)
+
+
+class SettingsBody(Body):
+    """Settings to set; a setting left out (or, in a thread's PATCH, null) is not set here
+    and follows the layer under it."""
+
+    model: str | None = Field(default=None, max_length=200)
+    temperature: float | None = Field(default=None, description="0 to 1.")
+    max_tokens: int | None = Field(default=None, description="1 to MODEL_MAX_TOKENS_LIMIT.")
+    window_messages: int | None = Field(
+        default=None, description="Messages of the thread sent; 1 to WINDOW_MESSAGES_MAX."
+    )
+    use_summary: StrictBool | None = Field(
+        default=None,
+        description="false: no rolling summary, exactly windowMessages messages (exact short "
+        "context).",
+    )
+    send_memory: StrictBool | None = Field(
+        default=None, description="false: no project memory block and no memory tools."
+    )
+
+    def settings(self) -> ThreadSettings:
+        return ThreadSettings(**self.model_dump())
+
+    def changes(self) -> dict[str, object]:
+        """Only the settings the body names, null ones included (a merge patch)."""
+        return self.model_dump(include=self.model_fields_set)
+
+
+class SettingsView(View):
+    """The settings this layer sets; null follows the layer under it."""
+
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    window_messages: int | None = None
+    use_summary: bool | None = None
+    send_memory: bool | None = None
+
+    @classmethod
+    def of(cls, settings: ThreadSettings) -> SettingsView:
+        return cls(**settings.model_dump())
+
+
+class EffectiveSettingsView(View):
+    model: str
+    temperature: float
+    max_tokens: int
+    window_messages: int
+    use_summary: bool
+    send_memory: bool
+
+
 # Projects
 
 
@@ -36,11 +91,16 @@ class CreateProjectRequest(Body):
 class UpdateProjectRequest(Body):
     name: str | None = Field(default=None, min_length=1, max_length=500)
     context: dict[str, ContextValue] | None = None
+    settings: SettingsBody | None = Field(
+        default=None,
+        description="The project's default settings, replacing the previous ones: every "
+        "thread follows them unless its preset or itself sets a setting.",
+    )
 
     @model_validator(mode="after")
     def _something_to_change(self) -> UpdateProjectRequest:
-        if self.name is None and self.context is None:
-            raise ValueError("give a name or a context to change")
+        if self.name is None and self.context is None and self.settings is None:
+            raise ValueError("give a name, a context or settings to change")
         return self
 
 
@@ -48,6 +108,7 @@ class ProjectView(View):
     id: str
     name: str
     context: dict[str, Any]
+    settings: SettingsView
     role: Role
     created_at: str
     updated_at: str
@@ -58,6 +119,7 @@ class ProjectView(View):
             id=project.project_id,
             name=project.name,
             context=project.context,
+            settings=SettingsView.of(project.settings),
             role=role,
             created_at=project.created_at,
             updated_at=project.updated_at,
@@ -100,16 +162,24 @@ class MemberList(View):
 
 class CreateConversationRequest(Body):
     title: str | None = Field(default=None, max_length=1000)
+    preset_id: str | None = Field(
+        default=None, description="Start the thread from this preset of the project."
+    )
 
 
 class UpdateConversationRequest(Body):
     title: str | None = Field(default=None, max_length=1000)
     archived: StrictBool | None = None
+    settings: SettingsBody | None = Field(
+        default=None,
+        description="Overrides merged into the thread's (a null setting stops overriding "
+        "it); null drops them all, so the thread follows its preset and the project again.",
+    )
 
     @model_validator(mode="after")
     def _something_to_change(self) -> UpdateConversationRequest:
-        if self.title is None and self.archived is None:
-            raise ValueError("give a title or archived to change")
+        if self.title is None and self.archived is None and "settings" not in self.model_fields_set:
+            raise ValueError("give a title, archived or settings to change")
         return self
 
 
@@ -123,10 +193,21 @@ class ConversationView(View):
     created_at: str
     updated_at: str
     period: Period | None = None
+    preset_id: str | None = Field(
+        default=None, description="The preset the thread started from (kept if deleted)."
+    )
+    preset_name: str | None = None
+    settings: SettingsView | None = Field(
+        default=None, description="The thread's own overrides; null: it follows."
+    )
 
     @classmethod
     def of(cls, conversation: Conversation, period: Period | None = None) -> ConversationView:
+        preset = conversation.preset
         return cls(
+            preset_id=preset.preset_id if preset else None,
+            preset_name=preset.name if preset else None,
+            settings=SettingsView.of(conversation.settings) if conversation.settings else None,
             id=conversation.conversation_id,
             title=conversation.title,
             model=conversation.model,

@@ -1,10 +1,12 @@
 """Assembling what the model receives for a turn, in the product's order: system text, tool
-instructions, the memory block, project context, the rolling summary, the window, the new
-message. The turn and the context preview both call ``assemble``, so the preview is exact.
+instructions, the memory block, project context, the rolling summary, the preset's context
+prompts, the window, the new message. The turn and the context preview both call
+``assemble``, so the preview is exact.
 
 The order is also what changes least first: a model's prompt cache reuses a request's
 prefix up to the first byte that differs, so the fixed text leads, the summary (rewritten
-when messages leave the window) closes the system part, and the new message comes last.
+when messages leave the window) closes the system part, the preset's context prompts (fixed
+for the thread's life) open the messages, and the new message comes last.
 The request marks where the parts that repeat on the next turn end (the whole system part
 and the window) for providers whose model caches."""
 
@@ -16,6 +18,7 @@ import re
 from pydantic import BaseModel
 
 from recall.domain.messages import Message
+from recall.domain.presets import ContextPrompt, EffectiveSettings, PresetCopy
 from recall.domain.projects import Project
 from recall.domain.prompt import ModelRequest, PromptMessage, ToolSpec
 from recall.domain.session import as_prompt
@@ -61,6 +64,10 @@ class TurnContext(BaseModel):
     project_context: str
     summary: str
     window: list[Message]
+    # The thread's preset's prompts, sent as messages ahead of the window.
+    context_prompts: list[ContextPrompt] = []
+    # Whether the memory tools are offered: off with the memory block (sendMemory false).
+    memory_tools: bool = True
 
     def system(self) -> list[str]:
         parts = [
@@ -86,6 +93,22 @@ def turn_context(
     )
 
 
+def for_thread(
+    context: TurnContext, settings: EffectiveSettings, preset: PresetCopy | None
+) -> TurnContext:
+    """The context as the thread's settings shape it: its preset's prompts; without the
+    summary (exact short context) exactly the last ``window_messages`` messages; without
+    memory no memory block and no memory tools, so the thread neither reads nor writes
+    project memory."""
+    update: dict[str, object] = {"context_prompts": preset.context_prompts if preset else []}
+    if not settings.use_summary:
+        size = settings.window_messages
+        update |= {"summary": "", "window": context.window[-size:] if size > 0 else []}
+    if not settings.send_memory:
+        update |= {"memory_block": "", "tool_instructions": "", "memory_tools": False}
+    return context.model_copy(update=update)
+
+
 def assemble(
     context: TurnContext,
     new_message: str,
@@ -94,13 +117,17 @@ def assemble(
     temperature: float,
     tools: list[ToolSpec] | None = None,
 ) -> ModelRequest:
-    window = as_prompt(context.window)
+    prompts = [
+        PromptMessage(role=prompt.role, text=prompt.content) for prompt in context.context_prompts
+    ]
+    window = [*prompts, *as_prompt(context.window)]
     system = context.system()
+    offered = (MEMORY_TOOLS if context.memory_tools else []) if tools is None else tools
     return ModelRequest(
         model_id=model_id,
         system=system,
         messages=[*window, PromptMessage(role="user", text=new_message)],
-        tools=MEMORY_TOOLS if tools is None else tools,
+        tools=offered,
         max_tokens=max_tokens,
         temperature=temperature,
         stable_system=len(system),

@@ -9,6 +9,7 @@ import re
 from pydantic import BaseModel
 
 from recall.domain.clock import parse
+from recall.domain.presets import PresetCopy, ThreadSettings
 
 
 class Period(StrEnum):
@@ -33,6 +34,10 @@ class Conversation(BaseModel):
     summary_through: str | None = None
     created_at: str
     updated_at: str
+    # The preset the thread started from, as it was then, and the thread's own overrides
+    # (None: it follows the project's defaults and its preset).
+    preset: PresetCopy | None = None
+    settings: ThreadSettings | None = None
 
 
 DEFAULT_TITLE = "New conversation"

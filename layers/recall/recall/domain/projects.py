@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from recall.domain.access import Role
 from recall.domain.memory import shows_something
+from recall.domain.presets import ThreadSettings
 from recall.errors import Invalid
 
 ContextValue = str | int | float | bool
@@ -49,6 +50,8 @@ class Project(BaseModel):
     created_by: str
     created_at: str
     updated_at: str
+    # The settings every thread of the project follows unless its preset or itself sets them.
+    settings: ThreadSettings = Field(default_factory=ThreadSettings)
 
 
 class Member(BaseModel):

@@ -21,7 +21,7 @@ from recall.domain.session import Session, with_turn
 from recall.domain.turn_events import TurnListener
 from recall.domain.turn_memory import TurnMemory
 from recall.domain.turns import Exchange, checked_message, checked_model, turn_messages
-from recall.errors import Conflict, ModelFailed
+from recall.errors import Conflict, Invalid, ModelFailed
 from recall.observability import logger, metrics
 from recall.services.followups import TurnFollowUps
 from recall.services.memories import MemoryService
@@ -89,19 +89,28 @@ class ChatService:
         conversation_id: str | None,
         model: str | None,
         listener: TurnListener | None = None,
+        preset_id: str | None = None,
     ) -> TurnOutcome:
         """One turn; a ``listener`` (the WebSocket stream) hears it while it runs and
-        changes nothing it saves."""
+        changes nothing it saves. ``preset_id`` starts a new thread from that preset; a
+        ``model`` named here wins over the thread's settings for this turn."""
         settings = self._settings
         text = checked_message(text, settings.message_max_chars)
-        model_id = checked_model(model, settings.default_model_id, settings.allowed_model_ids)
-        loaded = self._loader.for_turn(user_id, project_id, conversation_id, text, clock.now())
+        chosen = checked_model(model, settings.default_model_id, settings.allowed_model_ids)
+        if preset_id is not None and conversation_id is not None:
+            raise Invalid(
+                "A preset starts a new thread: leave out conversationId to use one.",
+                [{"field": "presetId", "message": "only when starting a new thread"}],
+            )
+        loaded = self._loader.for_turn(
+            user_id, project_id, conversation_id, text, clock.now(), preset_id
+        )
         conversation = loaded.conversation
         if listener is not None:
             listener.started(conversation, loaded.created)
-        request = assemble(
-            loaded.context, text, model_id, settings.model_max_tokens, settings.model_temperature
-        )
+        thread = loaded.settings
+        model_id = chosen if model is not None else thread.model
+        request = assemble(loaded.context, text, model_id, thread.max_tokens, thread.temperature)
         memory = self._memory.turn_memory(loaded.memory)
         exchange = self._tools.converse(request, memory, conversation.conversation_id, listener)
         saved, left_window, written = self._save(loaded, text, model_id, exchange, memory)
@@ -110,7 +119,7 @@ class ChatService:
                 conversation,
                 conversation.message_count + len(saved),
                 text,
-                left_window,
+                left_window and loaded.settings.use_summary,
             )
         )
         user_message, assistant = saved[0], saved[-1]
@@ -167,7 +176,7 @@ class ChatService:
             next_session = with_turn(
                 session,
                 saved,
-                settings.window_messages,
+                loaded.settings.window_messages,
                 settings.window_max_bytes,
                 settings.window_evict_step,
             ).model_copy(update={"updated_at": at})

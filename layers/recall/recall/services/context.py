@@ -7,6 +7,7 @@ from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.context import TurnContext, assemble, token_estimate
 from recall.domain.ids import new_id
+from recall.domain.presets import EffectiveSettings
 from recall.domain.prompt import ModelRequest
 from recall.domain.session import Session
 from recall.errors import Conflict
@@ -56,16 +57,11 @@ class ContextService:
 
     def preview(
         self, user_id: str, project_id: str, conversation_id: str
-    ) -> tuple[TurnContext, ModelRequest, int]:
-        """Exactly what the next turn would send, with the new message left out."""
+    ) -> tuple[TurnContext, ModelRequest, int, EffectiveSettings]:
+        """Exactly what the next turn would send, with the new message left out, and the
+        settings the thread runs with."""
         loaded = self._loader.for_preview(user_id, project_id, conversation_id, clock.now())
-        settings = self._settings
-        request = assemble(
-            loaded.context,
-            "",
-            settings.default_model_id,
-            settings.model_max_tokens,
-            settings.model_temperature,
-        )
+        thread = loaded.settings
+        request = assemble(loaded.context, "", thread.model, thread.max_tokens, thread.temperature)
         request = request.model_copy(update={"messages": request.messages[:-1]})
-        return loaded.context, request, token_estimate(request)
+        return loaded.context, request, token_estimate(request), thread

@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_lambda_powertools.metrics import MetricUnit
 
 from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.conversations import DEFAULT_TITLE, Conversation, Period, period_of
-from recall.domain.ids import new_id
+from recall.domain.ids import is_id, new_id
 from recall.domain.memory import shows_something
 from recall.domain.messages import Message
+from recall.domain.presets import PresetCopy, ThreadSettings, checked_settings
 from recall.errors import Invalid, NotFound
 from recall.observability import logger, metrics
 from recall.services.access import ProjectAccess
+from recall.services.presets import setting_limits, unknown_preset
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.keys import fits_id
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
+from recall.store.presets import PresetStore
 from recall.store.sessions import SessionStore
+
+
+class Keep:
+    """A PATCH that leaves the thread's settings as they are."""
+
+
+KEEP = Keep()
+SettingsChange = Keep | dict[str, Any] | None
 
 
 class ConversationService:
@@ -30,6 +43,7 @@ class ConversationService:
         messages: MessageStore,
         sessions: SessionStore,
         memories: MemoryStore,
+        presets: PresetStore,
     ) -> None:
         self._settings = settings
         self._access = access
@@ -37,6 +51,7 @@ class ConversationService:
         self._messages = messages
         self._sessions = sessions
         self._memories = memories
+        self._presets = presets
 
     def list_conversations(
         self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
@@ -46,8 +61,16 @@ class ConversationService:
         now = clock.now()
         return [(row, period_of(row.updated_at, now)) for row in rows], next_cursor
 
-    def create(self, user_id: str, project_id: str, title: str | None) -> Conversation:
+    def create(
+        self, user_id: str, project_id: str, title: str | None, preset_id: str | None = None
+    ) -> Conversation:
+        """A new thread; from ``preset_id``, it keeps a copy of that preset."""
         self._access.require(user_id, project_id, Role.EDITOR)
+        preset = None
+        if preset_id is not None:
+            preset = self._presets.get(project_id, preset_id) if is_id(preset_id) else None
+            if preset is None:
+                raise unknown_preset()
         at = clock.stamp(clock.now())
         conversation = Conversation(
             user_id=user_id,
@@ -56,6 +79,7 @@ class ConversationService:
             title=self._checked_title(title) if title is not None else DEFAULT_TITLE,
             created_at=at,
             updated_at=at,
+            preset=PresetCopy.of(preset) if preset else None,
         )
         self._conversations.create(
             conversation, self._access.still(user_id, project_id, Role.EDITOR)
@@ -80,14 +104,26 @@ class ConversationService:
         conversation_id: str,
         title: str | None,
         archived: bool | None,
+        settings: SettingsChange = KEEP,
     ) -> Conversation:
+        """``settings``: ``KEEP`` leaves the overrides, ``None`` drops them (the thread follows
+        its preset and the project again), a dict is merged into them (a null stops
+        overriding that one)."""
         self._access.require(user_id, project_id, Role.EDITOR)
         conversation = self._owned(user_id, project_id, conversation_id)
+        overrides = conversation.settings
+        if settings is None:
+            overrides = None
+        elif not isinstance(settings, Keep):
+            merged = (overrides or ThreadSettings()).patched(settings)
+            checked = checked_settings(merged, setting_limits(self._settings), "settings")
+            overrides = checked if checked.given() else None
         changed = conversation.model_copy(
             update={
                 "title": self._checked_title(title) if title is not None else conversation.title,
                 "archived": archived if archived is not None else conversation.archived,
                 "updated_at": clock.stamp(clock.now()),
+                "settings": overrides,
             }
         )
         return self._conversations.update(changed)

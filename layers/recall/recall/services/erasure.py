@@ -1,5 +1,5 @@
 """Erasing a member's data in a project (``DELETE …/me``) or a whole project
-(``DELETE /projects/{projectId}``).
+(``DELETE /projects/{projectId}``, its presets too).
 
 Each erasure writes its marker first (the member item gives way to ``ERASING#<userId>`` in
 one transaction; a project item gets ``erasing``), so from that moment the erased user
@@ -28,6 +28,7 @@ from recall.store.imports import ImportStore
 from recall.store.jobs import JobQueue
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
+from recall.store.presets import PresetStore
 from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore
 
@@ -49,6 +50,7 @@ class ErasureService:
         imports: ImportStore,
         queue: JobQueue,
         exports: ExportStore,
+        presets: PresetStore,
     ) -> None:
         self._budget = settings.erase_items_per_run
         self._projects = projects
@@ -60,6 +62,7 @@ class ErasureService:
         self._imports = imports
         self._queue = queue
         self._exports = exports
+        self._presets = presets
 
     def erase_me(self, user_id: str, project_id: str) -> bool:
         """Erase everything of the caller in the project and their membership: ``True``
@@ -143,6 +146,8 @@ class ErasureService:
             left = self._member_data(user_id, project_id, left)
             if left < 0:
                 return False
+        # Nobody holds a role any more, so no preset is written after these go.
+        self._presets.erase(project_id)
         self._projects.end_project_erasure(project_id)
         logger.info("project deleted", extra={"project_id": project_id})
         return True

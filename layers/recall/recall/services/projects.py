@@ -7,10 +7,12 @@ from typing import Any
 from recall.domain import clock
 from recall.domain.access import Role, roles_reaching
 from recall.domain.ids import new_id
+from recall.domain.presets import ThreadSettings, checked_settings
 from recall.domain.projects import Member, Project, checked_context, checked_name, owner_delta
 from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.observability import logger
 from recall.services.access import ProjectAccess
+from recall.services.presets import setting_limits
 from recall.settings import Settings
 from recall.store.keys import USER_ID_MAX_BYTES, fits_user_id
 from recall.store.projects import ROLE_LOST, ProjectStore
@@ -62,14 +64,23 @@ class ProjectService:
         return project, role
 
     def update(
-        self, user_id: str, project_id: str, name: str | None, context: dict[str, Any] | None
+        self,
+        user_id: str,
+        project_id: str,
+        name: str | None,
+        context: dict[str, Any] | None,
+        settings: ThreadSettings | None = None,
     ) -> tuple[Project, Role]:
+        """``settings`` replaces the project's defaults, which its threads follow."""
         role = self._access.require(user_id, project_id, Role.EDITOR)
         project = self._projects.update(
             project_id,
             checked_name(name, self._settings.project_name_max_chars) if name is not None else None,
             self._checked_context(context) if context is not None else None,
             clock.stamp(clock.now()),
+            settings=checked_settings(settings, setting_limits(self._settings), "settings")
+            if settings is not None
+            else None,
             caller_id=user_id,
             caller_roles=EDITORS,
         )

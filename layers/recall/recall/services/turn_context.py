@@ -21,14 +21,16 @@ from typing import Any
 
 from recall.domain import clock
 from recall.domain.access import Role, require
-from recall.domain.context import TurnContext, turn_context
+from recall.domain.context import TurnContext, for_thread, turn_context
 from recall.domain.conversations import Conversation, title_from_message
 from recall.domain.ids import is_id, new_id
 from recall.domain.memory import render_memory_block
+from recall.domain.presets import EffectiveSettings, PresetCopy
 from recall.domain.session import Session, rebuilt
 from recall.domain.turns import LATEST
 from recall.errors import NotFound
 from recall.observability import logger
+from recall.services.presets import thread_settings, unknown_preset
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.memories import HeldMemory, MemoryStore
@@ -44,6 +46,8 @@ class LoadedTurn:
     session_exists: bool
     context: TurnContext
     memory: HeldMemory
+    # What the thread runs with: project defaults, its preset, its own overrides.
+    settings: EffectiveSettings
 
 
 class TurnContextLoader:
@@ -72,9 +76,11 @@ class TurnContextLoader:
         conversation_id: str | None,
         first_message: str,
         now: datetime,
+        preset_id: str | None = None,
     ) -> LoadedTurn:
         """An editor's thread, ``latest``, or a new thread titled from ``first_message``
-        (created here, so the turn's tools can write thread memory into it)."""
+        (created here, so the turn's tools can write thread memory into it) and started from
+        ``preset_id``, read in the same batch."""
         persistent: Future[HeldMemory] | None = None
         if conversation_id == LATEST:
             # Which thread is the first read's answer; the persistent entries go with it.
@@ -87,7 +93,11 @@ class TurnContextLoader:
             latest = found.result()
             conversation_id = latest.conversation_id if latest else None
         if conversation_id is None:
-            reads, memory = self._read(user_id, project_id, None, Role.EDITOR, now, persistent)
+            reads, memory = self._read(
+                user_id, project_id, None, Role.EDITOR, now, persistent, preset_id
+            )
+            if preset_id is not None and reads.preset is None:
+                raise unknown_preset()
             at = clock.stamp(now)
             conversation = Conversation(
                 user_id=user_id,
@@ -96,6 +106,7 @@ class TurnContextLoader:
                 title=title_from_message(first_message, self._settings.title_max_chars),
                 created_at=at,
                 updated_at=at,
+                preset=PresetCopy.of(reads.preset) if reads.preset else None,
             )
             self._conversations.create(conversation)
             return self._loaded(reads, memory, conversation, True, now)
@@ -130,6 +141,7 @@ class TurnContextLoader:
         needed: Role,
         now: datetime,
         persistent: Future[HeldMemory] | None = None,
+        preset_id: str | None = None,
     ) -> tuple[TurnReads, HeldMemory]:
         """``authorised`` and the memory of both scopes, sent at once (one round trip).
         Every request is waited for before any answer is judged, so none runs on into the
@@ -138,7 +150,8 @@ class TurnContextLoader:
         wellformed = conversation_id is None or is_id(conversation_id)
         thread_id = conversation_id if wellformed else None
         pool = self._pool
-        batch = pool.submit(self._turns.read, user_id, project_id, thread_id)
+        wanted = preset_id if preset_id is not None and is_id(preset_id) else None
+        batch = pool.submit(self._turns.read, user_id, project_id, thread_id, wanted)
         if persistent is None:
             persistent = pool.submit(self._memories.held_scope, user_id, project_id, None, now)
         thread = (
@@ -163,7 +176,9 @@ class TurnContextLoader:
             raise NotFound("No such conversation.")
         return reads
 
-    def session_of(self, reads: TurnReads, conversation: Conversation) -> tuple[Session, bool]:
+    def session_of(
+        self, reads: TurnReads, conversation: Conversation, size: int
+    ) -> tuple[Session, bool]:
         """The thread's session, rebuilt from saved messages when it was pruned or never made:
         a second round trip, only then. That read is eventually consistent: a thread whose
         session is gone has been idle past ``session_idle_seconds`` (every turn writes its
@@ -175,7 +190,6 @@ class TurnContextLoader:
             return reads.session, True
         if conversation.message_count == 0:
             return Session(cleared_after=conversation.cleared_after), False
-        size = self._settings.window_messages
         recent = self._messages.latest_after(
             conversation.user_id,
             conversation.project_id,
@@ -197,11 +211,20 @@ class TurnContextLoader:
         now: datetime,
     ) -> LoadedTurn:
         assert reads.project is not None
-        session, exists = self.session_of(reads, conversation)
+        settings = thread_settings(self._settings, reads.project, conversation)
+        session, exists = self.session_of(reads, conversation, settings.window_messages)
         context = turn_context(
             reads.project,
             render_memory_block(memory.persistent, memory.thread, now),
             conversation.summary,
             session.window,
         )
-        return LoadedTurn(conversation, created, session, exists, context, memory)
+        return LoadedTurn(
+            conversation,
+            created,
+            session,
+            exists,
+            for_thread(context, settings, conversation.preset),
+            memory,
+            settings,
+        )

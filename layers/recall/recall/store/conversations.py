@@ -185,20 +185,30 @@ class ConversationStore:
         return rows[0] if rows else None
 
     def update(self, conversation: Conversation) -> Conversation:
-        """Write a thread's title, archive flag and updatedAt (which moves it in its list)."""
+        """Write a thread's title, archive flag, settings overrides and updatedAt (which
+        moves it in its list)."""
+        overrides = conversation.settings
+        settings = (
+            {":settings": overrides.model_dump(by_alias=True, exclude_none=True)}
+            if overrides is not None
+            else {}
+        )
         self._update_live(
             conversation.user_id,
             conversation.project_id,
             conversation.conversation_id,
             "SET #title = :title, #archived = :archived, #updatedAt = :updatedAt,"
-            " #recency = :recency",
+            " #recency = :recency"
+            + (", #settings = :settings" if settings else " REMOVE #settings"),
             {
                 "#title": "title",
                 "#archived": "archived",
                 "#updatedAt": "updatedAt",
                 "#recency": "recency",
+                "#settings": "settings",
             },
             {
+                **settings,
                 ":title": conversation.title,
                 ":archived": conversation.archived,
                 ":updatedAt": conversation.updated_at,

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from recall.domain.access import Role, roles_reaching
 from recall.domain.ids import is_id
+from recall.domain.presets import ThreadSettings
 from recall.domain.projects import ContextValue, Member, Project
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.settings import Settings
@@ -82,6 +83,9 @@ class ProjectItem(StoredItem):
     name: str
     context: dict[str, ContextValue] = Field(default_factory=dict)
     owner_count: int = 1
+    # How many presets the project has (store/presets.py moves it with each create, delete).
+    preset_count: int = 0
+    settings: ThreadSettings = Field(default_factory=ThreadSettings)
     erasing: bool | None = None
     created_by: str
     created_at: str
@@ -187,12 +191,14 @@ class ProjectStore:
         context: dict[str, Any] | None,
         updated_at: str,
         *,
+        settings: ThreadSettings | None = None,
         caller_id: str,
         caller_roles: frozenset[Role],
     ) -> Project:
-        """Rename or re-context the project while ``caller_id`` still has one of
-        ``caller_roles``: their member item is checked in the same transaction, so a caller
-        removed or demoted since their role was read is refused (Forbidden)."""
+        """Rename, re-context or set the default settings of the project while
+        ``caller_id`` still has one of ``caller_roles``: their member item is checked in the
+        same transaction, so a caller removed or demoted since their role was read is
+        refused (Forbidden)."""
         sets = ["#updatedAt = :updatedAt"]
         names = {"#pk": "projectId", "#updatedAt": "updatedAt"}
         values: dict[str, Any] = {":updatedAt": to_value(updated_at)}
@@ -204,6 +210,10 @@ class ProjectStore:
             sets.append("#context = :context")
             names["#context"] = "context"
             values[":context"] = to_value(context)
+        if settings is not None:
+            sets.append("#settings = :settings")
+            names["#settings"] = "settings"
+            values[":settings"] = to_value(settings.model_dump(by_alias=True, exclude_none=True))
         change: Any = {
             "Update": {
                 "TableName": self._table,

@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 from recall.domain.access import Role
 from recall.domain.conversations import Conversation
 from recall.domain.messages import Message
+from recall.domain.presets import Preset
 from recall.domain.projects import Project
 from recall.domain.session import Session
 from recall.errors import Conflict, Forbidden, NotFound
@@ -21,11 +22,13 @@ from recall.store.dynamodb import (
     cancellation_codes,
     dynamodb_client,
     error_code,
+    from_item,
     translate,
 )
 from recall.store.memory_transactions import TurnMemoryWrites
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
+from recall.store.presets import is_preset_item, preset_from, preset_key
 from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore, session_from, session_key
 
@@ -41,6 +44,8 @@ class TurnReads:
     role: Role | None
     conversation: Conversation | None
     session: Session | None
+    # The preset a new thread starts from, read in the same request (None: none asked).
+    preset: Preset | None = None
 
 
 @dataclass
@@ -100,14 +105,20 @@ class TurnStore:
     def client(self) -> DynamoDBClient:
         return self._client or dynamodb_client()
 
-    def read(self, user_id: str, project_id: str, conversation_id: str | None) -> TurnReads:
-        """The project, the caller's role and, with a thread, the thread and its session:
-        one request."""
+    def read(
+        self,
+        user_id: str,
+        project_id: str,
+        conversation_id: str | None,
+        preset_id: str | None = None,
+    ) -> TurnReads:
+        """The project, the caller's role and, with a thread, the thread and its session, or
+        with a preset for a new thread, the preset: one request."""
+        project_keys = self._projects.project_and_role_keys(project_id, user_id)
+        if preset_id:
+            project_keys.append(preset_key(project_id, preset_id))
         request: dict[str, Any] = {
-            self._projects.table: {
-                "Keys": self._projects.project_and_role_keys(project_id, user_id),
-                "ConsistentRead": True,
-            }
+            self._projects.table: {"Keys": project_keys, "ConsistentRead": True}
         }
         if conversation_id:
             request[self._conversations.table] = {
@@ -119,7 +130,11 @@ class TurnStore:
                 "ConsistentRead": True,
             }
         found = batch_get(self.client, request)
-        project, role = self._projects.read_project_and_role(found.get(self._projects.table, []))
+        project_items = found.get(self._projects.table, [])
+        presets = [item for item in project_items if is_preset_item(from_item(item))]
+        project, role = self._projects.read_project_and_role(
+            [item for item in project_items if not is_preset_item(from_item(item))]
+        )
         conversations = found.get(self._conversations.table, [])
         sessions = found.get(self._sessions.table, [])
         return TurnReads(
@@ -127,6 +142,7 @@ class TurnStore:
             role=role,
             conversation=conversation_from(conversations[0]) if conversations else None,
             session=session_from(sessions[0]) if sessions else None,
+            preset=preset_from(presets[0]) if presets else None,
         )
 
     def save(self, turn: SavedTurn) -> None:

@@ -1,0 +1,355 @@
+"""Presets through the real handlers: editors make them, viewers read them, each project
+sees only its own; a thread started from one sends its prompts and settings to the model,
+follows it until it overrides a setting, and follows again once its overrides are
+dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+from botocore.stub import Stubber
+import pytest
+
+from recall.providers.bedrock import BedrockProvider
+from recall.settings import get_settings
+from recall.store.presets import PresetStore
+from recall.wiring import model_choice, preset_store, stream_links
+from tests.integration.conftest import Api
+from tests.integration.test_chat_over_websocket import RecordingLinks, Socket
+
+MakeProject = Callable[..., str]
+SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+COPYWRITER: dict[str, Any] = {
+    "name": "Copywriter",
+    "contextPrompts": [
+        {"role": "user", "content": "You write product blurbs for our shop."},
+        {"role": "assistant", "content": "Understood: two sentences, no superlatives."},
+    ],
+    "settings": {"model": SONNET, "temperature": 0.2, "maxTokens": 300},
+}
+
+
+def make_preset(api: Api, project: str, body: dict[str, Any] | None = None) -> str:
+    reply = api.post(f"/projects/{project}/presets", body or COPYWRITER)
+    assert reply.status == 201, reply
+    preset: str = reply.body["id"]
+    return preset
+
+
+def start_thread(api: Api, project: str, preset: str) -> str:
+    reply = api.post(f"/projects/{project}/conversations", {"presetId": preset})
+    assert reply.status == 201, reply
+    thread: str = reply.body["id"]
+    return thread
+
+
+def context_of(api: Api, project: str, thread: str) -> Any:
+    reply = api.get(f"/projects/{project}/conversations/{thread}/context")
+    assert reply.status == 200, reply
+    return reply.body
+
+
+def test_an_editor_creates_a_preset_and_a_viewer_reads_it(
+    alice: Api, bob: Api, carol: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice, {bob: "viewer", carol: "editor"})
+    preset = make_preset(carol, project)
+    listed = bob.get(f"/projects/{project}/presets")
+    assert listed.status == 200
+    [shown] = listed.body["presets"]
+    assert (shown["id"], shown["name"]) == (preset, "Copywriter")
+    assert shown["contextPrompts"] == COPYWRITER["contextPrompts"]
+    assert shown["settings"]["temperature"] == 0.2
+    assert shown["settings"]["useSummary"] is None
+    assert bob.get(f"/projects/{project}/presets/{preset}").body == shown
+
+
+def test_a_viewer_cannot_create_change_or_delete_a_preset(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice, {bob: "viewer"})
+    preset = make_preset(alice, project)
+    assert bob.post(f"/projects/{project}/presets", COPYWRITER).status == 403
+    assert bob.patch(f"/projects/{project}/presets/{preset}", {"name": "Mine"}).status == 403
+    assert bob.delete(f"/projects/{project}/presets/{preset}").status == 403
+    assert alice.get(f"/projects/{project}/presets/{preset}").body["name"] == "Copywriter"
+
+
+def test_a_stranger_sees_no_preset(alice: Api, bob: Api, make_project: MakeProject) -> None:
+    project = make_project(alice)
+    preset = make_preset(alice, project)
+    assert bob.get(f"/projects/{project}/presets").status == 403
+    assert bob.get(f"/projects/{project}/presets/{preset}").status == 403
+
+
+def test_a_preset_belongs_to_its_project_only(alice: Api, make_project: MakeProject) -> None:
+    first, second = make_project(alice), make_project(alice)
+    preset = make_preset(alice, first)
+    assert alice.get(f"/projects/{second}/presets").body == {"presets": []}
+    assert alice.get(f"/projects/{second}/presets/{preset}").status == 404
+    assert alice.delete(f"/projects/{second}/presets/{preset}").status == 404
+    refused = alice.post(f"/projects/{second}/conversations", {"presetId": preset})
+    assert refused.status == 422
+    assert refused.body["error"]["details"][0]["field"] == "presetId"
+    refused = alice.post(f"/projects/{second}/chat", {"message": "hi", "presetId": preset})
+    assert refused.status == 422
+
+
+def test_a_preset_change_replaces_only_the_parts_given(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    preset = make_preset(alice, project)
+    reply = alice.patch(
+        f"/projects/{project}/presets/{preset}", {"settings": {"useSummary": False}}
+    )
+    assert reply.status == 200
+    assert reply.body["name"] == "Copywriter"
+    assert reply.body["contextPrompts"] == COPYWRITER["contextPrompts"]
+    assert reply.body["settings"]["useSummary"] is False
+    assert reply.body["settings"]["temperature"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({**COPYWRITER, "settings": {"temperature": 1.5}}, "settings.temperature"),
+        ({**COPYWRITER, "settings": {"maxTokens": 10**6}}, "settings.maxTokens"),
+        ({**COPYWRITER, "settings": {"windowMessages": 0}}, "settings.windowMessages"),
+        ({**COPYWRITER, "settings": {"model": "someone.elses-model"}}, "settings.model"),
+        ({**COPYWRITER, "name": " "}, "name"),
+        (
+            {**COPYWRITER, "contextPrompts": [{"role": "user", "content": "x" * 2001}]},
+            "contextPrompts.0.content",
+        ),
+        (
+            {**COPYWRITER, "contextPrompts": [{"role": "user", "content": "hi"}] * 9},
+            "contextPrompts",
+        ),
+    ],
+)
+def test_a_preset_out_of_bounds_is_422_naming_the_field(
+    alice: Api, make_project: MakeProject, body: dict[str, Any], field: str
+) -> None:
+    project = make_project(alice)
+    reply = alice.post(f"/projects/{project}/presets", body)
+    assert reply.status == 422, reply
+    assert field in [detail["field"] for detail in reply.body["error"]["details"]]
+
+
+def test_a_project_holds_at_most_presets_max_presets(alice: Api, make_project: MakeProject) -> None:
+    project = make_project(alice)
+    limit = get_settings().presets_max
+    made = [make_preset(alice, project, {"name": f"Preset {n}"}) for n in range(limit)]
+    assert alice.post(f"/projects/{project}/presets", {"name": "One more"}).status == 409
+    assert alice.delete(f"/projects/{project}/presets/{made[0]}").status == 204
+    assert alice.post(f"/projects/{project}/presets", {"name": "One more"}).status == 201
+
+
+def test_a_thread_follows_its_preset_until_it_overrides_and_again_after_null(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    preset = make_preset(alice, project)
+    thread = start_thread(alice, project, preset)
+    settings = context_of(alice, project, thread)["settings"]
+    assert (settings["model"], settings["temperature"], settings["maxTokens"]) == (
+        SONNET,
+        0.2,
+        300,
+    )
+    # When the thread overrides one setting
+    patched = alice.patch(
+        f"/projects/{project}/conversations/{thread}", {"settings": {"temperature": 0.9}}
+    )
+    assert patched.status == 200
+    assert patched.body["settings"]["temperature"] == 0.9
+    assert patched.body["presetId"] == preset
+    settings = context_of(alice, project, thread)["settings"]
+    # Then the others still follow the preset
+    assert (settings["temperature"], settings["maxTokens"], settings["model"]) == (
+        0.9,
+        300,
+        SONNET,
+    )
+    # And the project's defaults show through where the preset sets nothing
+    alice.patch(f"/projects/{project}", {"settings": {"windowMessages": 8, "maxTokens": 500}})
+    settings = context_of(alice, project, thread)["settings"]
+    assert (settings["windowMessages"], settings["maxTokens"]) == (8, 300)
+    # When the overrides are dropped, the thread follows again
+    restored = alice.patch(f"/projects/{project}/conversations/{thread}", {"settings": None})
+    assert restored.status == 200
+    assert restored.body["settings"] is None
+    assert context_of(alice, project, thread)["settings"]["temperature"] == 0.2
+
+
+def test_a_thread_setting_out_of_bounds_is_422(alice: Api, make_project: MakeProject) -> None:
+    project = make_project(alice)
+    thread = alice.post(f"/projects/{project}/conversations", {}).body["id"]
+    reply = alice.patch(
+        f"/projects/{project}/conversations/{thread}", {"settings": {"windowMessages": 10**4}}
+    )
+    assert reply.status == 422
+    assert reply.body["error"]["details"][0]["field"] == "settings.windowMessages"
+    assert alice.patch(f"/projects/{project}", {"settings": {"temperature": 2}}).status == 422
+
+
+def test_a_preset_starts_only_a_new_thread(alice: Api, make_project: MakeProject) -> None:
+    project = make_project(alice)
+    preset = make_preset(alice, project)
+    thread = alice.post(f"/projects/{project}/chat", {"message": "hello"}).body["conversation"][
+        "id"
+    ]
+    reply = alice.post(
+        f"/projects/{project}/chat",
+        {"message": "again", "conversationId": thread, "presetId": preset},
+    )
+    assert reply.status == 422
+    assert reply.body["error"]["details"][0]["field"] == "presetId"
+
+
+def test_with_summaries_off_there_is_no_summary_layer_and_the_window_is_its_size(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    preset = make_preset(
+        alice,
+        project,
+        {"name": "Exact", "settings": {"useSummary": False, "windowMessages": 3}},
+    )
+    first = alice.post(f"/projects/{project}/chat", {"message": "one", "presetId": preset})
+    assert first.status == 200, first
+    thread = first.body["conversation"]["id"]
+    for text in ("two", "three"):
+        body = {"message": text, "conversationId": thread}
+        assert alice.post(f"/projects/{project}/chat", body).status == 200
+    context = context_of(alice, project, thread)
+    assert context["summary"] == ""
+    assert all("conversation_summary" not in part for part in context["system"])
+    assert len(context["window"]) == 3
+    assert context["window"][-1]["role"] == "assistant"
+
+
+def test_without_memory_a_thread_gets_no_memory_block_and_no_memory_tools(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    alice.put(f"/projects/{project}/memories/tone", {"value": "warm", "category": "brand"})
+    preset = make_preset(alice, project, {"name": "Clean", "settings": {"sendMemory": False}})
+    thread = start_thread(alice, project, preset)
+    context = context_of(alice, project, thread)
+    assert context["memoryBlock"] == ""
+    assert context["tools"] == []
+    assert all("warm" not in part for part in context["system"])
+    # a thread of the same project without the preset still gets it
+    other = alice.post(f"/projects/{project}/conversations", {}).body["id"]
+    assert "tone: warm" in context_of(alice, project, other)["memoryBlock"]
+
+
+def test_a_deleted_preset_leaves_its_threads_their_copy(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    preset = make_preset(alice, project)
+    thread = start_thread(alice, project, preset)
+    assert alice.delete(f"/projects/{project}/presets/{preset}").status == 204
+    assert alice.get(f"/projects/{project}/presets/{preset}").status == 404
+    shown = alice.get(f"/projects/{project}/conversations/{thread}").body["conversation"]
+    assert (shown["presetId"], shown["presetName"]) == (preset, "Copywriter")
+    context = context_of(alice, project, thread)
+    assert context["contextPrompts"] == COPYWRITER["contextPrompts"]
+    assert context["settings"]["temperature"] == 0.2
+
+
+def test_deleting_a_project_deletes_its_presets(alice: Api, make_project: MakeProject) -> None:
+    project = make_project(alice)
+    make_preset(alice, project)
+    make_preset(alice, project, {"name": "Second"})
+    store: PresetStore = preset_store()
+    assert len(store.all(project)) == 2
+    assert alice.delete(f"/projects/{project}").status == 204
+    assert store.all(project) == []
+
+
+@pytest.fixture
+def bedrock() -> Iterator[tuple[BedrockProvider, Stubber, list[dict[str, Any]]]]:
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    sent: list[dict[str, Any]] = []
+
+    def capture(params: dict[str, Any], **kwargs: Any) -> None:
+        sent.append(params)
+
+    client.meta.events.register("before-parameter-build.bedrock-runtime.Converse", capture)
+    with Stubber(client) as stubber:
+        model_choice().use(BedrockProvider(client))
+        yield BedrockProvider(client), stubber, sent
+        model_choice().use(None)
+        stubber.assert_no_pending_responses()
+
+
+def test_a_thread_from_a_preset_sends_its_prompts_and_settings_to_bedrock(
+    alice: Api,
+    make_project: MakeProject,
+    bedrock: tuple[BedrockProvider, Stubber, list[dict[str, Any]]],
+) -> None:
+    _, stubber, sent = bedrock
+    stubber.add_response(
+        "converse",
+        {
+            "output": {"message": {"role": "assistant", "content": [{"text": "A blurb."}]}},
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": 50, "outputTokens": 10, "totalTokens": 60},
+            "metrics": {"latencyMs": 10},
+        },
+    )
+    project = make_project(alice)
+    preset = make_preset(alice, project)
+    reply = alice.post(
+        f"/projects/{project}/chat", {"message": "Blurb for rye bread", "presetId": preset}
+    )
+    assert reply.status == 200, reply
+    [request] = sent
+    assert request["modelId"] == SONNET
+    assert request["inferenceConfig"] == {"maxTokens": 300, "temperature": 0.2}
+    texts = [
+        (message["role"], block["text"])
+        for message in request["messages"]
+        for block in message["content"]
+        if "text" in block
+    ]
+    assert texts == [
+        ("user", "You write product blurbs for our shop."),
+        ("assistant", "Understood: two sentences, no superlatives."),
+        ("user", "Blurb for rye bread"),
+    ]
+    shown = alice.get(f"/projects/{project}/conversations/{reply.body['conversation']['id']}")
+    assert shown.body["conversation"]["presetId"] == preset
+
+
+def test_a_streamed_first_turn_starts_its_thread_from_a_preset(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    preset = make_preset(alice, project)
+    links = RecordingLinks()
+    stream_links().use(links)
+    try:
+        frames = Socket(alice, links).send(
+            {
+                "action": "chat",
+                "projectId": project,
+                "body": {"message": "Blurb for rye bread", "presetId": preset},
+            }
+        )
+    finally:
+        stream_links().use(None)
+    done = frames[-1]
+    assert (done["type"], done["status"]) == ("done", 200), frames
+    thread = done["body"]["conversation"]["id"]
+    shown = alice.get(f"/projects/{project}/conversations/{thread}").body["conversation"]
+    assert shown["presetId"] == preset
