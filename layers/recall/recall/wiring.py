@@ -147,9 +147,7 @@ def memory_service() -> MemoryService:
 
 @lru_cache(maxsize=1)
 def turn_store() -> TurnStore:
-    return TurnStore(
-        project_store(), conversation_store(), message_store(), session_store(), memory_upkeep()
-    )
+    return TurnStore(project_store(), conversation_store(), message_store(), memory_upkeep())
 
 
 @lru_cache(maxsize=1)
@@ -178,7 +176,6 @@ def chat_service_with(settings: Settings) -> ChatService:
         turn_context_loader(),
         ToolLoop(model_choice(), memory_service(), settings.tool_rounds_max),
         turn_store(),
-        session_store(),
         memory_service(),
         memory_store(),
         TurnFollowUps(settings, job_queue()),
@@ -189,9 +186,7 @@ def chat_service_with(settings: Settings) -> ChatService:
 def context_service() -> ContextService:
     from recall.services.context import ContextService
 
-    return ContextService(
-        get_settings(), turn_context_loader(), conversation_store(), session_store()
-    )
+    return ContextService(get_settings(), turn_context_loader(), conversation_store())
 
 
 @lru_cache(maxsize=1)
@@ -251,9 +246,7 @@ def job_runner() -> JobRunner:
             memory_upkeep(),
             _extractor(),
         ),
-        SummaryService(
-            settings, conversation_store(), message_store(), session_store(), _summarizer()
-        ),
+        SummaryService(settings, conversation_store(), message_store(), _summarizer()),
         consolidation_service(),
     )
 

@@ -33,6 +33,13 @@ class Conversation(BaseModel):
     summary_through: str | None = None
     created_at: str
     updated_at: str
+    # Moved by every turn and every clear-context: a turn saves only over the one it read.
+    version: int = 0
+    # The window's first message: later turns read the window from here (and past
+    # ``cleared_after``), so it never has to be written whole.
+    window_start: str | None = None
+    # The newest message a turn saved: the window read beside this item must reach it.
+    last_message_id: str | None = None
 
 
 DEFAULT_TITLE = "New conversation"
