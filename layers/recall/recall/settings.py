@@ -51,9 +51,9 @@ class Settings(BaseSettings):
     # reads of its thread.
     window_max_bytes: int = 300_000
     # The newest messages a turn reads for its window (one query, beside its other reads):
-    # a full window (window_messages + window_evict_step) and room for tool rounds and
-    # failed replies, which the window leaves out.
-    window_page_messages: int = 40
+    # a full window (window_messages + window_evict_step) of turns that each had a tool
+    # round, which the window leaves out (as it does failed replies).
+    window_page_messages: int = 45
     # A message the model made (the reply, a tool round), as ASCII JSON: bounds its item,
     # its place in the window and the idempotency record that keeps the reply.
     model_message_max_bytes: int = 60_000
