@@ -30,7 +30,7 @@ from recall.providers.bedrock import BedrockProvider
 from recall.store.dynamodb import dynamodb_client
 from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client
-from recall.wiring import memory_store, model_choice, session_store
+from recall.wiring import memory_store, model_choice
 from tests.integration.test_events import EVENT_FILES, function_of, load
 
 REGION, ACCOUNT = "us-east-1", "000000000000"
@@ -46,9 +46,6 @@ NOT_REACHED_HERE = {
     ),
     ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}ConversationsTable"): (
         "a memory tool call in thread scope checks the thread is the caller's"
-    ),
-    ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}SessionsTable"): (
-        "a turn that loses a race on its session re-reads it"
     ),
     ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}IdempotencyTable"): (
         "Powertools reads a record itself only when its conditional put did not return it"
@@ -324,7 +321,7 @@ def run_everything(
     store: embedded.EmbeddedStore, recorder: Recorder, bedrock: BedrockProvider
 ) -> None:
     """Every sample event; then turns that save and forget memory (one idempotent, one on
-    ``latest``, one after its session was pruned, one that meets its entries changed
+    ``latest``, one on a thread grown past its window, one that meets its entries changed
     meanwhile, one through Bedrock), thread memory and
     an entry that expires; then the schedules, the worker on every job all that queued
     (extraction, the summary of a thread longer than the window, consolidation), and the
@@ -339,7 +336,6 @@ def run_everything(
         chat(project, "Never use bright blue anywhere.", thread, **{"Idempotency-Key": "k-1"})
     chat(project, "Forget the header rule.", "latest")
     grow_thread(DEMO_USER, project, thread, 24)
-    session_store().delete(DEMO_USER, project, thread)
     chat(project, "I prefer short answers, always.", thread)
     model_choice().use(RivalWriteFirst(recorder, project, model_choice()("offline")))
     chat(project, "I prefer short answers, always.", thread)

@@ -1,5 +1,6 @@
-"""A chat turn costs a bounded number of DynamoDB requests and round trips, whatever the
-thread's length: one round trip before the model, one transaction after it."""
+"""A chat turn costs a bounded number of DynamoDB requests, round trips and write units,
+whatever the thread's length: one round trip before the model, one transaction after it,
+writing what is new and small counters, never the window."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import threading
 import time
 from typing import Any
 
+import boto3
 import pytest
 
 from local.seed import grow_thread
+from recall.domain.ids import new_id
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
-from recall.store.dynamodb import dynamodb_client
-from recall.store.sessions import SessionStore
+from recall.store.conversations import conversation_key
+from recall.store.dynamodb import dynamodb_client, to_value
 from recall.wiring import model_choice
 from tests.integration.conftest import Api
 
@@ -121,7 +124,7 @@ def _thread_with_memory(alice: Api, project: str) -> str:
 def test_a_turn_makes_one_round_trip_before_the_model_and_one_transaction_after(
     alice: Api, make_project: MakeProject, recorder: Recorder, length: int
 ) -> None:
-    # Given a thread of `length` messages with a live session, in a project of its own
+    # Given a thread of `length` messages, in a project of its own
     project = make_project(alice)
     thread = _thread_with_memory(alice, project)
     grow_thread(alice.sub or "", project, thread, length - 2)
@@ -131,10 +134,10 @@ def test_a_turn_makes_one_round_trip_before_the_model_and_one_transaction_after(
         reply = alice.post(
             f"/projects/{project}/chat", {"message": "what next?", "conversationId": thread}
         )
-        # Then the batch and both memory queries were in flight together
+        # Then the batch, the window's query and both memory queries were in flight together
         assert reply.status == 200
         before = recorder.before_model()
-        assert round_trips(before) == [["BatchGetItem", "Query", "Query"]]
+        assert round_trips(before) == [["BatchGetItem", "Query", "Query", "Query"]]
         assert max(r.started for r in before) < min(r.ended for r in before)
         assert recorder.after_model() == ["TransactWriteItems"]
     finally:
@@ -163,24 +166,34 @@ def test_latest_finds_the_thread_first_then_reads_it_in_one_round_trip(
     assert reply.status == 200
     assert round_trips(recorder.before_model()) == [
         ["Query", "Query"],
-        ["BatchGetItem", "Query"],
+        ["BatchGetItem", "Query", "Query"],
     ]
     assert recorder.after_model() == ["TransactWriteItems"]
 
 
-def test_a_pruned_session_costs_one_more_round_trip_to_rebuild_the_window(
+def test_a_window_read_before_the_last_save_is_read_again_after_the_thread(
     alice: Api, make_project: MakeProject, recorder: Recorder
 ) -> None:
+    # Given a thread that names a newer last message than its window's query finds, as
+    # when the query ran just before another turn's save and the thread's read just after
     project = make_project(alice)
     thread = _thread_with_memory(alice, project)
-    SessionStore(get_settings()).delete(alice.sub or "", project, thread)
+    boto3.client("dynamodb").update_item(
+        TableName=get_settings().conversations_table,
+        Key=conversation_key(alice.sub or "", project, thread),
+        UpdateExpression="SET #last = :last",
+        ExpressionAttributeNames={"#last": "lastMessageId"},
+        ExpressionAttributeValues={":last": to_value(new_id())},
+    )
     recorder.start()
+    # When
     reply = alice.post(
         f"/projects/{project}/chat", {"message": "back again", "conversationId": thread}
     )
+    # Then one more round trip reads the window again
     assert reply.status == 200
     assert round_trips(recorder.before_model()) == [
-        ["BatchGetItem", "Query", "Query"],
+        ["BatchGetItem", "Query", "Query", "Query"],
         ["Query"],
     ]
     assert recorder.after_model() == ["TransactWriteItems"]
