@@ -345,7 +345,7 @@ def test_a_member_removed_since_their_first_request_gets_403_not_the_recorded_re
 
 
 class Barrier:
-    """Lets two turns read the same session before either saves."""
+    """Lets two turns read the same thread before either saves."""
 
     def __init__(self) -> None:
         self.barrier = threading.Barrier(2, timeout=20)
@@ -363,7 +363,7 @@ def test_two_racing_turns_on_one_thread_both_land_in_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given two turns (as two Lambda instances would run them) that both read the
-    # thread's session before either saves
+    # thread and its window before either saves
     project = make_project(alice)
     thread = say(alice, project, "start").body["conversation"]["id"]
     use_provider(Barrier())
@@ -413,6 +413,34 @@ def test_two_racing_turns_on_one_thread_both_land_in_order(
     assert detail["turnCount"] == 3 and detail["messageCount"] == 6
 
 
+class ClearsFirst:
+    """Clears the thread's context while the model answers, as another tab would."""
+
+    def __init__(self, api: Api, project: str, thread: str) -> None:
+        self.clear = f"/projects/{project}/conversations/{thread}/clear-context"
+        self.api = api
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        assert self.api.post(self.clear).status == 200
+        return OfflineProvider().converse(request)
+
+
+def test_a_turn_racing_a_clear_context_lands_after_the_marker(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None]
+) -> None:
+    # Given a thread with a turn, and a clear that lands while the next turn's model answers
+    project = make_project(alice)
+    thread = say(alice, project, "before").body["conversation"]["id"]
+    use_provider(ClearsFirst(alice, project, thread))
+    # When
+    reply = say(alice, project, "during", thread)
+    # Then the turn saved again over the cleared thread: its messages are after the marker,
+    # and the window the next turn reads holds them and nothing older
+    assert reply.status == 200
+    preview = alice.get(f"/projects/{project}/conversations/{thread}/context").body
+    assert [w["content"] for w in preview["window"]] == ["during", reply.body["message"]["content"]]
+
+
 @pytest.mark.parametrize(
     ("error", "status", "code"),
     [
@@ -453,7 +481,7 @@ def test_a_failed_model_call_saves_the_message_and_an_error_reply(
     assert [m["id"] for m in messages[-2:]] == [ids["userMessageId"], ids["assistantMessageId"]]
     assert messages[-2]["content"] == "are you there?"
     assert messages[-1]["status"] == "error" and messages[-1]["error"]
-    # And the session stays consistent: the next turn works and sees the unanswered message
+    # And the thread stays consistent: the next turn works and sees the unanswered message
     recording = Recorder()
     use_provider(recording)
     assert say(alice, project, "try again", thread).status == 200
