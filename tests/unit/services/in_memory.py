@@ -253,10 +253,7 @@ class InMemoryConversations:
         place = (user_id, project_id, conversation_id)
         if self.get(*place) is None:
             raise NotFound("No such conversation.")
-        current = self.threads[place]
-        self.threads[place] = current.model_copy(
-            update={"cleared_after": marker, "version": current.version + 1}
-        )
+        self.threads[place] = self.threads[place].model_copy(update={"cleared_after": marker})
 
     def mark_deleting(self, user_id: str, project_id: str, conversation_id: str) -> None:
         place = (user_id, project_id, conversation_id)

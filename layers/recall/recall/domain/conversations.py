@@ -33,7 +33,7 @@ class Conversation(BaseModel):
     summary_through: str | None = None
     created_at: str
     updated_at: str
-    # Moved by every turn and every clear-context: a turn saves only over the one it read.
+    # Moved by every turn: a turn saves only over the version it read.
     version: int = 0
     # The window's first message: later turns read the window from here (and past
     # ``cleared_after``), so it never has to be written whole.

@@ -142,10 +142,10 @@ class ChatService:
         exchange: Exchange,
         memory: TurnMemory,
     ) -> tuple[list[Message], bool, TurnMemoryWrites | None]:
-        """One transaction. When another turn or a clear-context on the thread saved first,
-        re-read the thread and its window and save again with fresh ids, so both turns land
-        in order; when a memory entry moved meanwhile, re-read it. Also says whether
-        messages left the window (a summary has something to fold)."""
+        """One transaction. When another turn on the thread saved first (or it was archived
+        or unarchived), re-read the thread and its window and save again with fresh ids, so
+        both turns land in order; when a memory entry moved meanwhile, re-read it. Also says
+        whether messages left the window (a summary has something to fold)."""
         settings = self._settings
         conversation, window = loaded.conversation, loaded.window
         user_id, project_id = conversation.user_id, conversation.project_id

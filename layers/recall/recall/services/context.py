@@ -26,8 +26,7 @@ class ContextService:
 
     def clear(self, user_id: str, project_id: str, conversation_id: str) -> str:
         """Later turns start their window after this point; history and memory stay. One
-        write on the thread, which also moves its version: a turn that read the thread
-        before the clear saves again after it, with its window past the marker."""
+        write on the thread; a turn racing it lands after the marker (``mark_cleared``)."""
         self._loader.authorised(user_id, project_id, conversation_id, Role.EDITOR)
         marker = new_id()
         self._conversations.mark_cleared(user_id, project_id, conversation_id, marker)

@@ -195,8 +195,8 @@ class ConversationStore:
     ) -> dict[str, Any]:
         """The counters a turn moves and where its window now starts, for the turn's
         transaction, over the version the turn read: fails if the thread was deleted, or
-        another turn, a clear-context, an archive or unarchive (its place in the list
-        follows the flag) came first."""
+        another turn, an archive or unarchive (its place in the list follows the flag) came
+        first."""
         names = {
             **_LIVE_NAMES,
             "#archived": "archived",
@@ -266,20 +266,20 @@ class ConversationStore:
         self, user_id: str, project_id: str, conversation_id: str, marker: str
     ) -> None:
         """The clear-context marker: later windows start after it, and the rolling summary
-        starts again. The version moves, so a turn that read the thread before the clear
-        saves again over it."""
+        starts again. A turn racing the clear needs no retry: its messages get their ids as
+        it saves, so they fall after the marker unless the clear came after the save, and
+        the window start it writes is read only past the marker."""
         self._update_live(
             user_id,
             project_id,
             conversation_id,
-            "SET #clearedAfter = :marker ADD #version :one REMOVE #summary, #summaryThrough",
+            "SET #clearedAfter = :marker REMOVE #summary, #summaryThrough",
             {
                 "#clearedAfter": "clearedAfter",
-                "#version": "version",
                 "#summary": "summary",
                 "#summaryThrough": "summaryThrough",
             },
-            {":marker": marker, ":one": 1},
+            {":marker": marker},
         )
 
     def _update_live(

@@ -57,9 +57,9 @@ class SavedTurn:
 
 
 class ConversationChanged(Conflict):
-    """Another turn or a clear-context saved first, or the thread was archived or
-    unarchived while the turn ran: save again over it as it is now, so turns land in order
-    and none writes back a flag it read before the model."""
+    """Another turn saved first, or the thread was archived or unarchived while the turn
+    ran: save again over it as it is now, so turns land in order and none writes back a
+    flag it read before the model."""
 
     def __init__(self, conversation: Conversation) -> None:
         super().__init__("The conversation changed meanwhile.")
