@@ -34,6 +34,7 @@ from recall.store.conversations import conversation_key
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.wiring import (
     chat_service,
+    context_service,
     conversation_service,
     memory_store,
     model_choice,
@@ -416,12 +417,11 @@ def test_two_racing_turns_on_one_thread_both_land_in_order(
 class ClearsFirst:
     """Clears the thread's context while the model answers, as another tab would."""
 
-    def __init__(self, api: Api, project: str, thread: str) -> None:
-        self.clear = f"/projects/{project}/conversations/{thread}/clear-context"
-        self.api = api
+    def __init__(self, user: str, project: str, thread: str) -> None:
+        self.ids = (user, project, thread)
 
     def converse(self, request: ModelRequest) -> ModelReply:
-        assert self.api.post(self.clear).status == 200
+        context_service().clear(*self.ids)
         return OfflineProvider().converse(request)
 
 
@@ -431,7 +431,7 @@ def test_a_turn_racing_a_clear_context_lands_after_the_marker(
     # Given a thread with a turn, and a clear that lands while the next turn's model answers
     project = make_project(alice)
     thread = say(alice, project, "before").body["conversation"]["id"]
-    use_provider(ClearsFirst(alice, project, thread))
+    use_provider(ClearsFirst(alice.sub or "", project, thread))
     # When
     reply = say(alice, project, "during", thread)
     # Then the turn saved again over the cleared thread: its messages are after the marker,
