@@ -53,14 +53,12 @@ def erase_one(threads: int, messages: int) -> tuple[int, int, int, float]:
     from recall.domain.jobs import EraseJob
     from recall.domain.memory import Category, MemoryEntry
     from recall.domain.projects import Member, Project
-    from recall.domain.session import Session
     from recall.store.dynamodb import dynamodb_client
     from recall.wiring import (
         conversation_store,
         erasure_service,
         memory_store,
         project_store,
-        session_store,
     )
 
     owner, user, project_id = f"owner-{new_id()}", f"user-{new_id()}", new_id()
@@ -91,7 +89,6 @@ def erase_one(threads: int, messages: int) -> tuple[int, int, int, float]:
         )
         conversation_store().create(thread)
         grow_thread(user, project_id, thread.conversation_id, messages)
-        session_store().put(user, project_id, thread.conversation_id, Session(), None)
         entry = MemoryEntry(key=f"note_{n}", value="kept", category=Category.CONTEXT)
         memory_store().write(user, project_id, entry, clock.now())
     counted = Counted()

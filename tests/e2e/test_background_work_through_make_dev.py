@@ -1,11 +1,12 @@
 """The background work of ``make dev``, end to end: ``python -m local.server`` in a
 subprocess with every duration shortened through its environment, driven over real HTTP.
-The schedules' timer prunes an idle session and expires a memory entry, and the worker
-draining the queue writes a thread's rolling summary; ``make job`` reaches the same server.
+The schedules' timer prunes a session item left behind and expires a memory entry, and the
+worker draining the queue writes a thread's rolling summary; ``make job`` reaches the same
+server.
 
-What has no API route (a session) is read from the embedded store whose endpoint the
-server prints when it starts. Every wait has a deadline of a few seconds, and the server is
-always terminated (killed if it will not stop)."""
+What has no API route (a session item) is written to and read from the embedded store whose
+endpoint the server prints when it starts. Every wait has a deadline of a few seconds, and
+the server is always terminated (killed if it will not stop)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,15 @@ import boto3
 import pytest
 
 from local import template
-from recall.store.sessions import session_key
+from recall.domain import clock
+from recall.settings import get_settings
 from tests.conftest import wait_for
 from tests.e2e.conftest import Caller, DevServer, dev_process
+from tests.integration.conftest import session_left_behind
 
 pytestmark = pytest.mark.e2e
 
 SHORT = {
-    # Long enough for the worker to summarise a thread before its session goes idle.
     "SESSION_IDLE_SECONDS": "3",
     "LOCAL_SCHEDULE_SECONDS": "1",
     "WINDOW_MESSAGES": "4",
@@ -63,20 +65,27 @@ def chat(user: Caller, project: str, message: str, thread: str | None = None) ->
     return conversation
 
 
-def test_a_session_idle_past_session_idle_seconds_is_pruned(
+def test_a_session_item_left_behind_is_pruned_once_idle_past_session_idle_seconds(
     dev_server: DevServer, user: Caller
 ) -> None:
-    # Given: a thread with a session, read from the embedded store the server printed
+    # Given: a thread, and a session item as turns wrote them before the window moved to
+    # the Messages table, put in the embedded store the server printed
     sessions = boto3.client("dynamodb", endpoint_url=dev_server.store, region_name="us-east-1")
     project = new_project(user)
     thread = chat(user, project, "Hello there")
-    key = session_key(user.sub or "", project, thread)
+    settings = get_settings().model_copy(
+        update={"session_idle_seconds": int(SHORT["SESSION_IDLE_SECONDS"])}
+    )
+    now = clock.stamp(clock.now())
+    item = session_left_behind(settings, user.sub or "", project, thread, now)
+    sessions.put_item(TableName="SessionsTable", Item=item)
 
     def session_exists() -> bool:
-        return "Item" in sessions.get_item(TableName="SessionsTable", Key=key)
+        found = sessions.get_item(TableName="SessionsTable", Key={"thread": item["thread"]})
+        return "Item" in found
 
     assert session_exists()
-    # When: nothing touches the thread for longer than SESSION_IDLE_SECONDS
+    # When: SESSION_IDLE_SECONDS pass
     # Then: the prune-sessions schedule deletes it; the thread itself stays
     wait_for(lambda: not session_exists(), 10, "the idle session pruned")
     assert user.get(f"/projects/{project}/conversations/{thread}").status == 200

@@ -17,18 +17,18 @@ from recall.domain.ids import new_id
 from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, ScheduledJob, SummarizeJob
 from recall.domain.memory import Action, Category, MemoryEntry, Source
 from recall.domain.messages import Message
-from recall.domain.session import Session
 from recall.services.consolidation import ConsolidationService
 from recall.services.extraction import ExtractionService, RuleExtractor
 from recall.services.maintenance import Maintenance
 from recall.services.summaries import ExtractiveSummarizer, SummaryService
 from recall.settings import Settings, get_settings
-from recall.store.conversations import ConversationStore
-from recall.store.dynamodb import dynamodb_client
+from recall.store.conversations import ConversationStore, conversation_key
+from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
+from tests.integration.conftest import session_left_behind
 
 NOW = datetime.fromisoformat("2025-06-02T12:00:00+00:00")
 SECOND = timedelta(seconds=1)
@@ -69,7 +69,6 @@ class Recall:
             settings,
             self.conversations,
             self.messages,
-            self.sessions,
             ExtractiveSummarizer(settings.summary_max_chars, settings.summary_point_max_chars),
         )
         self.consolidation = ConsolidationService(
@@ -253,10 +252,17 @@ def test_extraction_records_a_duplicate_as_kept_and_writes_nothing_twice() -> No
 
 
 def window_of(recall: Recall, thread: Conversation, size: int) -> None:
-    """The thread's session, holding its last ``size`` messages as its window."""
+    """The thread's window, its last ``size`` messages: where a turn would have left its
+    start."""
     ids = (recall.user, recall.project, thread.conversation_id)
-    recent = recall.messages.latest_after(*ids, None, size)
-    recall.sessions.put(*ids, Session(window=recent, version=1), None)
+    [first, *_] = recall.messages.latest_after(*ids, None, size)
+    dynamodb_client().update_item(
+        TableName=recall.settings.conversations_table,
+        Key=conversation_key(*ids),
+        UpdateExpression="SET #start = :start",
+        ExpressionAttributeNames={"#start": "windowStart"},
+        ExpressionAttributeValues={":start": to_value(first.message_id)},
+    )
 
 
 def test_messages_that_left_the_window_are_folded_into_the_threads_summary() -> None:
@@ -464,11 +470,18 @@ def test_a_session_idle_for_a_day_is_pruned_and_not_a_second_before() -> None:
     idle = timedelta(seconds=recall.settings.session_idle_seconds)
     assert idle == timedelta(hours=24)
     ids = (recall.user, recall.project, new_id())
-    recall.sessions.put(*ids, Session(updated_at=clock.stamp(NOW)), None)
+    item = session_left_behind(recall.settings, *ids, clock.stamp(NOW))
+    table = recall.settings.sessions_table
+    dynamodb_client().put_item(TableName=table, Item=item)
+
+    def left() -> bool:
+        found = dynamodb_client().get_item(TableName=table, Key={"thread": item["thread"]})
+        return "Item" in found
+
     recall.maintenance.run(ScheduledJob.PRUNE_SESSIONS, NOW + idle - SECOND)
-    assert recall.sessions.get(*ids) is not None
+    assert left()
     recall.maintenance.run(ScheduledJob.PRUNE_SESSIONS, NOW + idle)
-    assert recall.sessions.get(*ids) is None
+    assert not left()
 
 
 def test_an_expired_entry_is_deleted_with_an_expired_record_once() -> None:

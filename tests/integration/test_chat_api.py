@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 import json
 import threading
 from typing import Any
@@ -13,6 +14,7 @@ from botocore.stub import Stubber
 import pytest
 
 from local import template
+from recall.domain import clock
 from recall.domain.prompt import (
     ModelError,
     ModelProvider,
@@ -29,13 +31,13 @@ from recall.providers.json_protocol import JsonProtocolProvider
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
 from recall.store.conversations import conversation_key
-from recall.store.dynamodb import dynamodb_client
+from recall.store.dynamodb import dynamodb_client, to_value
 from recall.wiring import (
     chat_service,
+    context_service,
     conversation_service,
     memory_store,
     model_choice,
-    session_store,
 )
 from tests.integration.conftest import Api
 
@@ -162,32 +164,46 @@ def test_after_thirty_turns_the_model_sees_at_least_the_last_twenty_messages_and
     assert len(history.body["messages"]) == 64
 
 
-def test_a_pruned_session_is_rebuilt_from_saved_messages(
+def _set_on_thread(user: str, project: str, thread: str, expression: str, **values: Any) -> None:
+    """Change the thread item directly, past the store, as older code or time left it."""
+    names = {f"#{name}": name for name in ("windowStart", "updatedAt") if f"#{name}" in expression}
+    boto3.client("dynamodb").update_item(
+        TableName=get_settings().conversations_table,
+        Key=conversation_key(user, project, thread),
+        UpdateExpression=expression,
+        ExpressionAttributeNames=names,
+        **(
+            {"ExpressionAttributeValues": {k: to_value(v) for k, v in values.items()}}
+            if values
+            else {}
+        ),
+    )
+
+
+def test_a_thread_without_a_window_start_reads_its_window_from_history(
     alice: Api, make_project: MakeProject, recorder: Recorder
 ) -> None:
     project = make_project(alice)
     thread = say(alice, project, "first").body["conversation"]["id"]
     say(alice, project, "second", thread)
-    expected = [m.text for m in recorder.requests[-1].messages]
-    expected += [recorder.requests[-1].messages[-1].text]
-    # Given the session was pruned
-    session_store().delete(alice.sub or "", project, thread)
+    # Given a thread as saved before window starts were kept
+    _set_on_thread(alice.sub or "", project, thread, "REMOVE #windowStart")
     # When
     say(alice, project, "third", thread)
-    # Then the window holds the four earlier messages, rebuilt from history
+    # Then the window holds the four earlier messages, read from history
     sent = recorder.requests[-1].messages
     assert [m.role for m in sent] == ["user", "assistant", "user", "assistant", "user"]
     assert [m.text for m in sent if m.role == "user"] == ["first", "second", "third"]
 
 
-def test_a_cleared_marker_outlives_a_pruned_session(
+def test_a_cleared_marker_holds_for_a_thread_without_a_window_start(
     alice: Api, make_project: MakeProject, recorder: Recorder
 ) -> None:
     project = make_project(alice)
     thread = say(alice, project, "before").body["conversation"]["id"]
     alice.post(f"/projects/{project}/conversations/{thread}/clear-context")
     say(alice, project, "after", thread)
-    session_store().delete(alice.sub or "", project, thread)
+    _set_on_thread(alice.sub or "", project, thread, "REMOVE #windowStart")
     say(alice, project, "later", thread)
     assert [m.text for m in recorder.requests[-1].messages if m.role == "user"] == [
         "after",
@@ -330,7 +346,7 @@ def test_a_member_removed_since_their_first_request_gets_403_not_the_recorded_re
 
 
 class Barrier:
-    """Lets two turns read the same session before either saves."""
+    """Lets two turns read the same thread before either saves."""
 
     def __init__(self) -> None:
         self.barrier = threading.Barrier(2, timeout=20)
@@ -348,7 +364,7 @@ def test_two_racing_turns_on_one_thread_both_land_in_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given two turns (as two Lambda instances would run them) that both read the
-    # thread's session before either saves
+    # thread and its window before either saves
     project = make_project(alice)
     thread = say(alice, project, "start").body["conversation"]["id"]
     use_provider(Barrier())
@@ -398,6 +414,33 @@ def test_two_racing_turns_on_one_thread_both_land_in_order(
     assert detail["turnCount"] == 3 and detail["messageCount"] == 6
 
 
+class ClearsFirst:
+    """Clears the thread's context while the model answers, as another tab would."""
+
+    def __init__(self, user: str, project: str, thread: str) -> None:
+        self.ids = (user, project, thread)
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        context_service().clear(*self.ids)
+        return OfflineProvider().converse(request)
+
+
+def test_a_turn_racing_a_clear_context_lands_after_the_marker(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None]
+) -> None:
+    # Given a thread with a turn, and a clear that lands while the next turn's model answers
+    project = make_project(alice)
+    thread = say(alice, project, "before").body["conversation"]["id"]
+    use_provider(ClearsFirst(alice.sub or "", project, thread))
+    # When
+    reply = say(alice, project, "during", thread)
+    # Then the turn saved again over the cleared thread: its messages are after the marker,
+    # and the window the next turn reads holds them and nothing older
+    assert reply.status == 200
+    preview = alice.get(f"/projects/{project}/conversations/{thread}/context").body
+    assert [w["content"] for w in preview["window"]] == ["during", reply.body["message"]["content"]]
+
+
 @pytest.mark.parametrize(
     ("error", "status", "code"),
     [
@@ -438,7 +481,7 @@ def test_a_failed_model_call_saves_the_message_and_an_error_reply(
     assert [m["id"] for m in messages[-2:]] == [ids["userMessageId"], ids["assistantMessageId"]]
     assert messages[-2]["content"] == "are you there?"
     assert messages[-1]["status"] == "error" and messages[-1]["error"]
-    # And the session stays consistent: the next turn works and sees the unanswered message
+    # And the thread stays consistent: the next turn works and sees the unanswered message
     recording = Recorder()
     use_provider(recording)
     assert say(alice, project, "try again", thread).status == 200
@@ -642,9 +685,14 @@ def test_each_new_session_counts_toward_the_consolidation_gate(
     say(alice, project, "another thread")
     store = memory_store()
     assert store.meta(alice.sub or "", project).sessions_since_consolidation == 2
-    # A pruned session that is rebuilt is a new session
-    session_store().delete(alice.sub or "", project, thread)
+    # A turn on a thread idle for the session's idle time starts a new session
+    idle = timedelta(seconds=get_settings().session_idle_seconds)
+    then = clock.stamp(clock.now() - idle)
+    _set_on_thread(alice.sub or "", project, thread, "SET #updatedAt = :then", **{":then": then})
     say(alice, project, "three", thread)
+    assert store.meta(alice.sub or "", project).sessions_since_consolidation == 3
+    # and the next turn, moments later, does not
+    say(alice, project, "four", thread)
     assert store.meta(alice.sub or "", project).sessions_since_consolidation == 3
 
 

@@ -16,14 +16,12 @@ from local import template
 from recall.domain import clock
 from recall.domain.ids import new_id
 from recall.domain.messages import Message
-from recall.domain.session import Session
 from recall.settings import get_settings
 from recall.store.conversations import conversation_key
 from recall.store.dynamodb import dynamodb_client, encode_cursor
 from recall.store.keys import owner_key, thread_key
 from recall.store.messages import MessageStore
-from recall.store.sessions import SessionStore
-from tests.integration.conftest import Api
+from tests.integration.conftest import Api, session_left_behind
 
 MakeProject = Callable[..., str]
 
@@ -190,7 +188,10 @@ def _seed_thread(user: str, project: str, conversation: str, count: int) -> list
         )
         client.put_item(**store.put_request(user, project, conversation, message))
         ids.append(message.message_id)
-    SessionStore(settings).put(user, project, conversation, Session(window=[]), None)
+    client.put_item(
+        TableName=settings.sessions_table,
+        Item=session_left_behind(settings, user, project, conversation, clock.stamp(clock.now())),
+    )
     return ids
 
 
@@ -321,9 +322,11 @@ class Requests:
         for item in params.get("TransactItems", []):
             tables |= {request["TableName"] for request in item.values()}
         self.sent.append((model.name, tables))
-        owner = params.get("ExpressionAttributeValues", {}).get(":owner", {}).get("S")
-        if owner:
-            self.owners.append(owner)
+        values = params.get("ExpressionAttributeValues", {})
+        for name in (":owner", ":thread"):
+            owner = values.get(name, {}).get("S")
+            if owner:
+                self.owners.append(owner)
 
 
 @pytest.fixture
@@ -360,9 +363,11 @@ def test_a_stranger_is_refused_before_any_thread_is_looked_up(
     requests.sent.clear()
     assert stranger.post(f"{base}/clear-context").status == 403
     assert [operation for operation, _ in requests.sent] == ["BatchGetItem"], requests.sent
-    # And the turn and its preview send the memory queries beside the batch, on the
-    # caller's own partition only (nothing of alice's), and nothing follows the refusal
-    memories = get_settings().memories_table
+    # And the turn and its preview send the window's and the memory queries beside the
+    # batch, on the caller's own partitions only (nothing of alice's), and nothing follows
+    # the refusal
+    settings = get_settings()
+    memories, messages = settings.memories_table, settings.messages_table
     for call in (
         lambda: stranger.get(f"{base}/context"),
         lambda: stranger.post(
@@ -377,8 +382,10 @@ def test_a_stranger_is_refused_before_any_thread_is_looked_up(
             "BatchGetItem",
             "Query",
             "Query",
+            "Query",
         ], requests.sent
-        assert all(tables == {memories} for op, tables in requests.sent if op == "Query")
+        queried = sorted(tables.pop() for op, tables in requests.sent if op == "Query")
+        assert queried == sorted([memories, memories, messages])
         assert requests.owners and all(o.startswith("stranger#") for o in requests.owners)
 
 

@@ -2,7 +2,7 @@
 carrying AWS's limits (``aws_limits``), turns of the longest messages a client may send
 (16,000 four-byte characters) against a model whose replies and tool-call inputs are far
 larger than any real one all succeed, and no item they leave is over 400 KB: the
-messages, the session holding the window, the thread, memory, and the idempotency record
+messages, the thread, memory, and the idempotency record
 that keeps a whole reply."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 from recall.domain.prompt import ModelReply, ModelRequest, ToolCall, Usage
 from recall.domain.tools import SAVE_PREFERENCE
 from recall.settings import get_settings
+from recall.store.conversations import conversation_key
 from recall.store.keys import owner_key, thread_key
 from recall.wiring import model_choice
 from tests.integration.aws_limits import ITEM_MAX_BYTES, item_size
@@ -67,8 +68,8 @@ def test_turns_of_the_longest_messages_all_land_and_no_item_passes_400_kb(
     project = make_project(alice)
     settings = get_settings()
     message = GRIN * settings.message_max_chars
-    # When: many turns of the longest message, each with an idempotency key, the session
-    # pruned once along the way
+    # When: many turns of the longest message, each with an idempotency key, the thread's
+    # window start lost once along the way
     thread = None
     for turn in range(TURNS):
         body = {"message": message, **({"conversationId": thread} if thread else {})}
@@ -79,10 +80,12 @@ def test_turns_of_the_longest_messages_all_land_and_no_item_passes_400_kb(
         assert reply.status == 200, (turn, reply.status, str(reply.body)[:300])
         thread = reply.body["conversation"]["id"]
         if turn == TURNS // 2:
-            # the session is pruned midway: the next turn rebuilds the window from messages
-            boto3.client("dynamodb").delete_item(
-                TableName=settings.sessions_table,
-                Key={"thread": {"S": thread_key(alice.sub or "", project, thread)}},
+            # as a thread saved before window starts were kept: the newest messages are read
+            boto3.client("dynamodb").update_item(
+                TableName=settings.conversations_table,
+                Key=conversation_key(alice.sub or "", project, thread),
+                UpdateExpression="REMOVE #start",
+                ExpressionAttributeNames={"#start": "windowStart"},
             )
         again = alice.post(
             f"/projects/{project}/chat", body, headers={"Idempotency-Key": f"turn-{turn}"}
@@ -93,7 +96,6 @@ def test_turns_of_the_longest_messages_all_land_and_no_item_passes_400_kb(
     # And no item they left is over 400 KB
     thread_items = [
         *_items(settings.messages_table, "thread", thread_key(user, project, thread)),
-        *_items(settings.sessions_table, "thread", thread_key(user, project, thread)),
     ]
     owned = [
         *_items(settings.conversations_table, "owner", owner_key(user, project)),
@@ -104,10 +106,10 @@ def test_turns_of_the_longest_messages_all_land_and_no_item_passes_400_kb(
     assert len(thread_items) >= 2 * TURNS + 1
     assert max(sizes) <= ITEM_MAX_BYTES
     # And the window still holds the newest exchange, trimmed by bytes, not emptied
-    [session] = _items(settings.sessions_table, "thread", thread_key(user, project, thread))
-    window = session["window"]["L"]
+    preview = alice.get(f"/projects/{project}/conversations/{thread}/context")
+    window = preview.body["window"]
     assert 2 <= len(window) < 2 * TURNS
-    assert window[-2]["M"]["content"]["S"] == message
+    assert window[-2]["content"] == message
     # And the thread pages back through every message, a page never over its byte budget
     base = f"/projects/{project}/conversations/{thread}"
     seen, pages, cursor = 0, 0, None

@@ -23,7 +23,6 @@ from recall.domain import clock
 from recall.domain.ids import new_id
 from recall.domain.jobs import ScheduledJob
 from recall.domain.memory import Category, MemoryEntry
-from recall.domain.session import Session
 from recall.services.consolidation import ConsolidationService
 from recall.services.maintenance import Maintenance
 from recall.settings import Settings, get_settings
@@ -33,6 +32,7 @@ from recall.store.memories import MemoryStore
 from recall.store.memory_items import EntryItem
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.sessions import SessionStore
+from tests.integration.conftest import session_left_behind
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -109,14 +109,13 @@ def settings(client: DynamoDBClient) -> Iterator[Settings]:
 @pytest.fixture(scope="module")
 def seeded(settings: Settings, client: DynamoDBClient) -> tuple[str, str]:
     user, project = f"load-{new_id()}", new_id()
-    sessions = SessionStore(settings, client)
     idle = timedelta(seconds=settings.session_idle_seconds)
     session_puts = [
         {
             "PutRequest": {
-                "Item": sessions.put_request(
-                    user, project, new_id(), Session(updated_at=clock.stamp(due_at(n) - idle)), None
-                )["Item"]
+                "Item": session_left_behind(
+                    settings, user, project, new_id(), clock.stamp(due_at(n) - idle)
+                )
             }
         }
         for n in range(ITEMS)

@@ -41,7 +41,6 @@ from recall.wiring import (
     erasure_service,
     memory_store,
     model_choice,
-    session_store,
     stream_links,
 )
 from tests.integration.test_events import EVENT_FILES, function_of, kind_of, load
@@ -59,9 +58,6 @@ NOT_REACHED_HERE = {
     ),
     ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}ConversationsTable"): (
         "a memory tool call in thread scope checks the thread is the caller's"
-    ),
-    ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}SessionsTable"): (
-        "a turn that loses a race on its session re-reads it"
     ),
     ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}IdempotencyTable"): (
         "Powertools reads a record itself only when its conditional put did not return it"
@@ -502,8 +498,8 @@ class RivalWriteFirst:
 
 
 def turns(recorder: Recorder, bedrock: BedrockProvider, say: Callable[..., Any]) -> tuple[str, str]:
-    """Turns that save and forget memory (one idempotent, one on ``latest``, one after its
-    session was pruned, one that meets its entries changed meanwhile, one through
+    """Turns that save and forget memory (one idempotent, one on ``latest``, one on a
+    thread grown past its window, one that meets its entries changed meanwhile, one through
     Bedrock); the project and thread they ran on."""
     project = seed_demo().project_id
     thread = say(project, "Always keep the header dark.")["conversation"]["id"]
@@ -511,7 +507,6 @@ def turns(recorder: Recorder, bedrock: BedrockProvider, say: Callable[..., Any])
         say(project, "Never use bright blue anywhere.", thread, **{"Idempotency-Key": "k-1"})
     say(project, "Forget the header rule.", "latest")
     grow_thread(DEMO_USER, project, thread, 24)
-    session_store().delete(DEMO_USER, project, thread)
     say(project, "I prefer short answers, always.", thread)
     model_choice().use(RivalWriteFirst(recorder, project, model_choice()("offline")))
     say(project, "I prefer short answers, always.", thread)

@@ -11,12 +11,14 @@ import logging
 import time
 from typing import Any
 
+import boto3
 import pytest
 
 from local import runtime
 from local.seed import grow_thread
 from recall.domain import clock
 from recall.domain.conversations import Conversation
+from recall.domain.ids import new_id
 from recall.domain.memory import MemoryEntry
 from recall.domain.messages import Message
 from recall.domain.prompt import (
@@ -27,10 +29,10 @@ from recall.domain.prompt import (
     ModelTimeout,
     ModelUnavailable,
 )
-from recall.domain.session import Session
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
-from recall.store.dynamodb import dynamodb_client
+from recall.store.conversations import conversation_key
+from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client
 from recall.wiring import (
@@ -38,7 +40,6 @@ from recall.wiring import (
     memory_store,
     message_store,
     model_choice,
-    session_store,
 )
 from tests.integration.conftest import Api, Reply
 from tests.integration.fault_injection import (
@@ -91,7 +92,6 @@ class Thread:
 
     conversation: Conversation | None
     messages: list[Message]
-    session: Session | None
 
 
 @dataclass
@@ -103,7 +103,7 @@ class Snapshot:
     sessions_started: int
 
     def thread(self, conversation_id: str) -> Thread:
-        return self.threads.get(conversation_id) or Thread(None, [], None)
+        return self.threads.get(conversation_id) or Thread(None, [])
 
 
 def snapshot(user: str, project: str, thread: str | None = None) -> Snapshot:
@@ -121,7 +121,7 @@ def snapshot(user: str, project: str, thread: str | None = None) -> Snapshot:
         if conversation is None:
             continue
         messages, _ = message_store().page(user, project, cid, 1000, None)
-        threads[cid] = Thread(conversation, messages, session_store().get(user, project, cid))
+        threads[cid] = Thread(conversation, messages)
         if cid != thread:
             memories += memory_store().active(user, project, cid, clock.now())[1]
     memories = persistent + memories
@@ -130,15 +130,14 @@ def snapshot(user: str, project: str, thread: str | None = None) -> Snapshot:
 
 
 def assert_consistent(state: Snapshot) -> None:
-    """Counters equal what is stored; the window holds only stored messages."""
+    """Counters equal what is stored; the window starts at a stored message."""
     for cid, thread in state.threads.items():
         conversation = thread.conversation
         assert conversation is not None, f"thread {cid} listed but unreadable"
         assert conversation.message_count == len(thread.messages), "orphan or missing messages"
         assert len({m.message_id for m in thread.messages}) == len(thread.messages)
         stored = {m.message_id for m in thread.messages}
-        if thread.session is not None:
-            assert {m.message_id for m in thread.session.window} <= stored
+        assert conversation.window_start in stored | {None}
 
 
 def turn_added(before: Snapshot, after: Snapshot) -> dict[str, list[Message]]:
@@ -171,7 +170,8 @@ def assert_the_reply_is_what_was_saved(
         assert messages[-1].message_id == reply.body["message"]["id"]
         assert messages[-1].status == "complete"
         assert all(m.role == "tool" for m in messages[1:-1])
-        assert after.thread(cid).session is not None
+        saved = after.thread(cid).conversation
+        assert saved is not None and saved.last_message_id == messages[-1].message_id
         return
     error = reply.body["error"]
     assert reply.status != 500, reply
@@ -193,7 +193,6 @@ def assert_the_reply_is_what_was_saved(
     for cid, thread in after.threads.items():
         if cid in before.threads:
             assert thread.conversation == before.thread(cid).conversation
-            assert thread.session == before.thread(cid).session
         else:  # a new thread is created before the model; it stays empty
             assert thread.conversation is not None and thread.conversation.message_count == 0
     assert after.memories == before.memories, "a refused turn wrote memory"
@@ -228,17 +227,30 @@ def _with_turns(count: int) -> Callable[[Api, str], str | None]:
 
 
 def started_thread(api: Api, project: str) -> str:
-    """A thread with one saved turn and a live session."""
+    """A thread with one saved turn."""
     thread = _with_turns(1)(api, project)
     assert thread
     return thread
 
 
-def _pruned(api: Api, project: str) -> str | None:
+def _page_behind(api: Api, project: str) -> str | None:
     thread = _with_turns(1)(api, project)
     assert thread
-    session_store().delete(api.sub or "", project, thread)
+    _claim_a_newer_turn(api.sub or "", project, thread)
     return thread
+
+
+def _claim_a_newer_turn(user: str, project: str, thread: str) -> None:
+    """The thread names a last message newer than any its window's query finds, as when
+    the query ran just before another turn's save and the thread's read just after: the
+    turn reads its window again."""
+    boto3.client("dynamodb").update_item(
+        TableName=get_settings().conversations_table,
+        Key=conversation_key(user, project, thread),
+        UpdateExpression="SET #last = :last",
+        ExpressionAttributeNames={"#last": "lastMessageId"},
+        ExpressionAttributeValues={":last": to_value(new_id())},
+    )
 
 
 EXISTING = Scenario("an existing thread", _with_turns(1), lambda n: f"what about {n}?")
@@ -251,7 +263,7 @@ SCENARIOS = [
     Scenario(
         "the latest thread", _with_turns(1), lambda n: f"more on {n}", lambda thread: "latest"
     ),
-    Scenario("a pruned session", _pruned, lambda n: f"back again {n}"),
+    Scenario("a window page behind its thread", _page_behind, lambda n: f"back again {n}"),
 ]
 
 
@@ -284,8 +296,8 @@ def recorded_requests(
     reply = say(api, project, scenario.message(999), scenario.thread_of(thread))
     assert reply.status == 200, reply
     requests = list(injector.requests)
-    if scenario.name == "a pruned session":
-        session_store().delete(api.sub or "", project, thread or "")
+    if scenario.prepare is _page_behind:
+        _claim_a_newer_turn(api.sub or "", project, thread or "")
     return requests
 
 
@@ -332,8 +344,8 @@ def run_faulted(
             else:
                 assert faulted == settings.dynamodb_max_attempts, (operation, faulted)
                 assert reply.status == (503 if fault in TRANSIENTS else 429), (operation, reply)
-            if scenario.name == "a pruned session" and reply.status == 200:
-                session_store().delete(user, project, thread or "")
+            if scenario.prepare is _page_behind and reply.status == 200:
+                _claim_a_newer_turn(user, project, thread or "")
                 after = None
     return outcomes
 
@@ -346,12 +358,13 @@ def test_every_store_fault_at_every_request_of_a_turn_is_retried_or_refused_neve
     backoffs: Backoffs,
     fault: Fault,
 ) -> None:
-    # Given a thread with a live session: BatchGetItem, Query, Query, then the model, then
-    # TransactWriteItems
+    # Given a thread: BatchGetItem, three Queries (its window, both memory scopes), then
+    # the model, then TransactWriteItems
     project = make_project(alice)
     thread = EXISTING.prepare(alice, project)
     requests = recorded_requests(store_faults, alice, project, EXISTING, thread)
-    assert requests == ["BatchGetItem", "Query", "Query", "TransactWriteItems"]
+    assert sorted(requests[:-1]) == ["BatchGetItem", "Query", "Query", "Query"]
+    assert requests[-1] == "TransactWriteItems"
     # When each request in turn fails once, then always; then each reply is the truth
     outcomes = run_faulted(store_faults, alice, project, EXISTING, thread, fault, requests)
     assert outcomes, "the fault fits no request of this turn"
@@ -372,8 +385,8 @@ def test_a_store_fault_at_any_request_of_other_turn_shapes_saves_all_or_nothing(
     scenario: Scenario,
     fault: Fault,
 ) -> None:
-    # Given a new thread (its PutItem), "latest" (its byRecency Query) or a pruned session
-    # (the Query that rebuilds the window)
+    # Given a new thread (its PutItem), "latest" (its byRecency Query) or a window page
+    # behind its thread (the Query that reads the window again)
     project = make_project(alice)
     thread = scenario.prepare(alice, project)
     requests = recorded_requests(store_faults, alice, project, scenario, thread)

@@ -10,6 +10,7 @@ import itertools
 import threading
 from typing import Any
 
+import boto3
 import pytest
 
 from recall.domain import clock
@@ -18,12 +19,12 @@ from recall.domain.prompt import ModelReply, ModelRequest, ToolCall
 from recall.errors import Conflict
 from recall.services.chat import ChatService
 from recall.settings import get_settings
-from recall.store.dynamodb import dynamodb_client
+from recall.store.conversations import conversation_key
+from recall.store.dynamodb import dynamodb_client, to_value
 from recall.wiring import (
     chat_service_with,
     memory_store,
     model_choice,
-    session_store,
 )
 from tests.integration.conftest import Api
 
@@ -177,13 +178,16 @@ def test_a_turn_that_gives_up_answers_409_with_retry_after_and_writes_nothing(
     ]
     pauses: list[float] = []
     monkeypatch.setattr("recall.services.chat.time.sleep", pauses.append)
-    sessions = session_store()
+    raw = boto3.client("dynamodb")
 
     def rival_saves_first() -> None:
-        session = sessions.get(user, project, thread_id)
-        assert session is not None
-        moved = session.model_copy(update={"version": session.version + 1})
-        sessions.put(user, project, thread_id, moved, session.version)
+        raw.update_item(
+            TableName=get_settings().conversations_table,
+            Key=conversation_key(user, project, thread_id),
+            UpdateExpression="ADD #version :one",
+            ExpressionAttributeNames={"#version": "version"},
+            ExpressionAttributeValues={":one": to_value(1)},
+        )
 
     rival = dynamodb_client().transact_write_items
 

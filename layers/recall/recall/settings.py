@@ -58,9 +58,13 @@ class Settings(BaseSettings):
     # window_messages + window_evict_step), so its start, and the cached prompt prefix up to
     # it, stays put for several turns. 0 slides the window every turn.
     window_evict_step: int = 10
-    # The session item's window, by DynamoDB's size rules: room under its 400 KB item
-    # limit for the thread key and the session's other attributes.
+    # The window's messages, by DynamoDB's size rules: bounds the prompt and what a turn
+    # reads of its thread.
     window_max_bytes: int = 300_000
+    # The newest messages a turn reads for its window (one query, beside its other reads):
+    # a full window (window_messages + window_evict_step) of turns that each had a tool
+    # round, which the window leaves out (as it does failed replies).
+    window_page_messages: int = 45
     # A message the model made (the reply, a tool round), as ASCII JSON: bounds its item,
     # its place in the window and the idempotency record that keeps the reply.
     model_message_max_bytes: int = 60_000
@@ -70,9 +74,9 @@ class Settings(BaseSettings):
     turn_retry_base_seconds: float = 0.05
     turn_memory_changes_max: int = 10
     tool_rounds_max: int = 4
-    # Threads that send a turn's independent reads at once (the batch and both memory
-    # queries): one round trip before the model.
-    turn_read_concurrency: int = 3
+    # Threads that send a turn's independent reads at once (the batch, the window's query
+    # and both memory queries): one round trip before the model.
+    turn_read_concurrency: int = 4
 
     # Memory
     memory_cap: int = 50

@@ -215,9 +215,7 @@ def memory_service() -> MemoryService:
 
 @lru_cache(maxsize=1)
 def turn_store() -> TurnStore:
-    return TurnStore(
-        project_store(), conversation_store(), message_store(), session_store(), memory_upkeep()
-    )
+    return TurnStore(project_store(), conversation_store(), message_store(), memory_upkeep())
 
 
 @lru_cache(maxsize=1)
@@ -246,7 +244,6 @@ def chat_service_with(settings: Settings) -> ChatService:
         turn_context_loader(),
         ToolLoop(model_choice(), memory_service(), settings.tool_rounds_max),
         turn_store(),
-        session_store(),
         memory_service(),
         memory_store(),
         TurnFollowUps(settings, job_queue()),
@@ -257,9 +254,7 @@ def chat_service_with(settings: Settings) -> ChatService:
 def context_service() -> ContextService:
     from recall.services.context import ContextService
 
-    return ContextService(
-        get_settings(), turn_context_loader(), conversation_store(), session_store()
-    )
+    return ContextService(get_settings(), turn_context_loader(), conversation_store())
 
 
 @lru_cache(maxsize=1)
@@ -320,9 +315,7 @@ def job_runner() -> JobRunner:
             _extractor(),
             project_store(),
         ),
-        SummaryService(
-            settings, conversation_store(), message_store(), session_store(), _summarizer()
-        ),
+        SummaryService(settings, conversation_store(), message_store(), _summarizer()),
         consolidation_service(),
         erasure_service(),
         data_service(),

@@ -10,8 +10,9 @@ from recall.domain.access import Role, require
 from recall.domain.conversations import Period, period_of, title_from_message
 from recall.domain.ids import is_id, new_id
 from recall.domain.messages import Message
-from recall.domain.session import Session, rebuilt, trimmed, with_turn
+from recall.domain.session import next_window, trimmed, window_of
 from recall.errors import Forbidden
+from recall.settings import Settings
 
 NOW = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)
 
@@ -69,50 +70,45 @@ def _message(role: str, n: int, status: str = "complete") -> Message:
     )
 
 
-def _turns(count: int, evict_step: int) -> list[Session]:
-    """The session after each of ``count`` turns, a window of 20 dropping ``evict_step``."""
-    sessions = [Session()]
+def _turns(count: int, evict_step: int) -> list[list[Message]]:
+    """The window after each of ``count`` turns, a window of 20 dropping ``evict_step``."""
+    windows: list[list[Message]] = [[]]
     for n in range(count):
         added = [_message("user", n), _message("assistant", n)]
-        sessions.append(with_turn(sessions[-1], added, 20, 300_000, evict_step))
-    return sessions[1:]
+        windows.append(next_window(windows[-1], added, 20, 300_000, evict_step))
+    return windows[1:]
 
 
 def test_the_window_keeps_at_least_twenty_messages_and_drops_ten_at_a_time() -> None:
-    sessions = _turns(30, evict_step=10)
+    windows = _turns(30, evict_step=10)
     # it grows to 30, then drops back to the newest 20
-    assert [len(s.window) for s in sessions[8:18]] == [18, 20, 22, 24, 26, 28, 30, 20, 22, 24]
-    assert [m.content for m in sessions[15].window] == [
-        f"m{n}" for n in range(6, 16) for _ in (0, 1)
-    ]
-    assert min(len(s.window) for s in sessions[10:]) == 20
-    assert sessions[-1].version == 30
+    assert [len(w) for w in windows[8:18]] == [18, 20, 22, 24, 26, 28, 30, 20, 22, 24]
+    assert [m.content for m in windows[15]] == [f"m{n}" for n in range(6, 16) for _ in (0, 1)]
+    assert min(len(w) for w in windows[10:]) == 20
 
 
 def test_the_window_starts_at_the_same_message_for_several_turns() -> None:
-    starts = [s.window[0].content for s in _turns(40, evict_step=10)]
+    starts = [w[0].content for w in _turns(40, evict_step=10)]
     moved_at = [turn for turn in range(2, 41) if starts[turn - 1] != starts[turn - 2]]
     assert moved_at == [16, 22, 28, 34, 40]  # once every six turns, not every turn
 
 
 def test_without_an_eviction_step_the_window_slides_every_turn() -> None:
-    sessions = _turns(15, evict_step=0)
-    assert [m.content for m in sessions[-1].window] == [
-        f"m{n}" for n in range(5, 15) for _ in (0, 1)
-    ]
+    windows = _turns(15, evict_step=0)
+    assert [m.content for m in windows[-1]] == [f"m{n}" for n in range(5, 15) for _ in (0, 1)]
 
 
 def test_the_window_still_fits_its_byte_budget_between_drops() -> None:
-    session = Session()
+    window: list[Message] = []
     for n in range(10):
         added = [_message("user", n).model_copy(update={"content": "x" * 1000})]
-        session = with_turn(session, added, 20, 4000, 10)
-    assert len(session.window) == 3
+        window = next_window(window, added, 20, 4000, 10)
+    assert len(window) == 3
 
 
 def test_tool_rounds_and_failed_replies_stay_out_of_the_window() -> None:
     added = [_message("user", 1), _message("tool", 1), _message("assistant", 1, "error")]
-    assert [m.role for m in with_turn(Session(), added, 20, 300_000, 10).window] == ["user"]
+    assert [m.role for m in next_window([], added, 20, 300_000, 10)] == ["user"]
 
 
 def test_the_window_also_fits_a_byte_budget() -> None:
@@ -120,9 +116,34 @@ def test_the_window_also_fits_a_byte_budget() -> None:
     assert len(trimmed(big, 20, 4000)) == 3
 
 
-def test_a_rebuilt_window_starts_after_the_clear_context_marker() -> None:
+def test_the_window_read_back_from_its_start_is_the_window_the_turn_kept() -> None:
+    # Given forty turns, each with a tool round, saving only the window's first message id
+    page = Settings().window_page_messages
+    saved: list[Message] = []
+    window: list[Message] = []
+    start = None
+    for n in range(40):
+        added = [_message("user", n), _message("tool", n), _message("assistant", n)]
+        saved += added
+        kept = next_window(window, added, 20, 300_000, 10)
+        start = kept[0].message_id
+        # When the next turn reads its page of newest messages and cuts it at that start
+        window = window_of(saved[-page:], start, None, 20, 300_000)
+        # Then it holds exactly what the turn kept
+        assert window == kept
+
+
+def test_a_window_starts_after_the_clear_context_marker() -> None:
     before = [_message("user", 0), _message("assistant", 0)]
     marker = new_id()
     after = [_message("user", 1), _message("assistant", 1)]
-    assert [m.content for m in rebuilt(before + after, marker, 20, 300_000)] == ["m1", "m1"]
-    assert len(rebuilt(before + after, None, 3, 300_000)) == 3
+    start = before[0].message_id
+    assert [m.content for m in window_of(before + after, start, marker, 20, 300_000)] == [
+        "m1",
+        "m1",
+    ]
+
+
+def test_a_thread_without_a_window_start_takes_the_newest_messages() -> None:
+    saved = [_message("user", n) for n in range(10)]
+    assert window_of(saved, None, None, 3, 300_000) == saved[-3:]

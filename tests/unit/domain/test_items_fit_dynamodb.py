@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from recall.domain.ids import new_id
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelReply, ToolCall, ToolResult
-from recall.domain.session import rebuilt, trimmed, window_size
+from recall.domain.session import trimmed, window_of, window_size
 from recall.domain.sizes import ITEM_MAX_BYTES, item_size, stored_size
 from recall.domain.turns import Exchange, ToolRound, fitted, turn_messages
 from recall.settings import Settings
@@ -59,9 +59,10 @@ def test_the_window_keeps_the_newest_messages_that_fit_its_bytes() -> None:
     assert len(kept) == 4  # 64 KB each: four fit in 300 KB
 
 
-def test_a_rebuilt_window_keeps_the_same_bytes_as_a_live_one() -> None:
+def test_a_window_read_from_its_start_keeps_the_same_bytes_as_a_trimmed_one() -> None:
     saved = [message("user", GRIN * 16_000) for _ in range(20)]
-    assert rebuilt(saved, None, 20, 300_000) == trimmed(saved, 20, 300_000)
+    start = saved[0].message_id
+    assert window_of(saved, start, None, 20, 300_000) == trimmed(saved, 20, 300_000)
 
 
 def test_the_window_counts_the_tool_calls_its_replies_carry() -> None:

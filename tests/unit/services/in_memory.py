@@ -3,7 +3,7 @@ the way ``recall.wiring`` puts the real one together.
 
 Each class has the public methods of its store that a service calls, with the same
 arguments and the same outcomes (``None`` for absent, ``NotFound``, ``Conflict``,
-``SessionChanged``), holding plain dicts instead of tables. They keep no keys and make no
+``ConversationChanged``), holding plain dicts instead of tables. They keep no keys and make no
 calls: a service test reads them back to see what the service did.
 """
 
@@ -32,7 +32,6 @@ from recall.domain.messages import Message
 from recall.domain.presets import ThreadSettings
 from recall.domain.projects import Member, Project
 from recall.domain.prompt import ModelReply, ModelRequest
-from recall.domain.session import Session
 from recall.domain.turn_memory import MemoryChange
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.services.access import ProjectAccess
@@ -48,7 +47,7 @@ from recall.settings import Settings
 from recall.store.memories import HeldMemory
 from recall.store.memory_transactions import TurnMemoryWrites
 from recall.store.projects import ROLE_LOST
-from recall.store.turns import SavedTurn, SessionChanged, TurnReads
+from recall.store.turns import ConversationChanged, SavedTurn, TurnReads
 
 Thread = tuple[str, str, str]  # user, project, conversation
 
@@ -273,7 +272,8 @@ class InMemoryConversations:
         self.deleting.discard(place)
 
     def counted_turn(self, turn: SavedTurn) -> None:
-        """What a saved turn does to its thread's counters (TurnStore's transaction)."""
+        """What a saved turn does to its thread's counters, version and window start
+        (TurnStore's transaction)."""
         place = _thread(turn.conversation)
         current = self.threads[place]
         self.threads[place] = current.model_copy(
@@ -282,6 +282,9 @@ class InMemoryConversations:
                 "turn_count": current.turn_count + 1,
                 "model": turn.model_id,
                 "updated_at": turn.at,
+                "version": current.version + 1,
+                "window_start": turn.window_start,
+                "last_message_id": turn.messages[-1].message_id,
             }
         )
 
@@ -329,52 +332,13 @@ class InMemoryMessages:
 
 
 class InMemorySessions:
-    """SessionStore: one session per thread, written only over the version a writer read."""
+    """SessionStore: the items turns no longer write, which a thread's delete removes."""
 
     def __init__(self) -> None:
-        self.sessions: dict[Thread, Session] = {}
-        # Set by a test: the next conditional writes (a turn's save or ``put``) each find
-        # that another turn on the thread saved just before them.
-        self.rival_turns = 0
-
-    def get(self, user_id: str, project_id: str, conversation_id: str) -> Session | None:
-        return self.sessions.get((user_id, project_id, conversation_id))
-
-    def put(
-        self,
-        user_id: str,
-        project_id: str,
-        conversation_id: str,
-        session: Session,
-        expected_version: int | None,
-    ) -> None:
-        place = (user_id, project_id, conversation_id)
-        self.rival_saves_first(place)
-        if not self.holds(place, expected_version):
-            raise Conflict("The conversation's context changed meanwhile.")
-        self.sessions[place] = session
+        self.threads: set[Thread] = set()
 
     def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
-        self.sessions.pop((user_id, project_id, conversation_id), None)
-
-    def holds(self, place: Thread, expected_version: int | None) -> bool:
-        current = self.sessions.get(place)
-        if expected_version is None:
-            return current is None
-        return current is not None and current.version == expected_version
-
-    def rival_saves_first(self, place: Thread) -> None:
-        """Another turn's save landing first: one more message and one more version."""
-        if not self.rival_turns:
-            return
-        self.rival_turns -= 1
-        current = self.sessions.get(place) or Session()
-        rival = Message(
-            message_id=new_id(), role="user", content="a rival turn", created_at=_now_stamp()
-        )
-        self.sessions[place] = current.model_copy(
-            update={"window": [*current.window, rival], "version": current.version + 1}
-        )
+        self.threads.discard((user_id, project_id, conversation_id))
 
 
 @dataclass
@@ -594,14 +558,15 @@ class InMemoryTurns:
         projects: InMemoryProjects,
         conversations: InMemoryConversations,
         messages: InMemoryMessages,
-        sessions: InMemorySessions,
         memories: InMemoryMemories,
     ) -> None:
         self._projects = projects
         self._conversations = conversations
         self._messages = messages
-        self._sessions = sessions
         self._memories = memories
+        # Set by a test: the next saves each find that another turn on the thread saved
+        # just before them.
+        self.rival_turns = 0
         self.reads: list[str | None] = []  # the conversation id of each read
         self.attempts: list[SavedTurn] = []  # every save tried, landed or not
         self.saved: list[SavedTurn] = []
@@ -614,34 +579,55 @@ class InMemoryTurns:
         preset_id: str | None = None,
     ) -> TurnReads:
         self.reads.append(conversation_id)
-        conversation = session = None
+        conversation = None
         if conversation_id:
             conversation = self._conversations.get(user_id, project_id, conversation_id)
-            session = self._sessions.get(user_id, project_id, conversation_id)
         return TurnReads(
             project=self._projects.get(project_id),
             role=self._projects.role_of(project_id, user_id),
             conversation=conversation,
-            session=session,
         )
 
     def save(self, turn: SavedTurn) -> None:
         self.attempts.append(turn)
         place = _thread(turn.conversation)
-        self._sessions.rival_saves_first(place)
-        if self._conversations.get(*place) is None:
+        self._rival_saves_first(place)
+        current = self._conversations.get(*place)
+        if current is None:
             raise NotFound("The conversation was deleted.")
+        if (current.version, current.archived) != (
+            turn.conversation.version,
+            turn.conversation.archived,
+        ):
+            raise ConversationChanged(current)
         role = self._projects.role_of(turn.conversation.project_id, turn.conversation.user_id)
         if role not in roles_reaching(Role.EDITOR):
             raise Forbidden("Your role on this project changed: you can no longer chat here.")
-        if not self._sessions.holds(place, turn.expected_version):
-            raise SessionChanged("Another turn saved first.")
         if turn.memory is not None:
             self._memories.apply(place[0], place[1], turn.memory)
         self._messages.add(*place, turn.messages)
-        self._sessions.sessions[place] = turn.session
         self._conversations.counted_turn(turn)
         self.saved.append(turn)
+
+    def _rival_saves_first(self, place: Thread) -> None:
+        """Another turn's save landing first: one more message, in the window."""
+        current = self._conversations.get(*place)
+        if not self.rival_turns or current is None:
+            return
+        self.rival_turns -= 1
+        at = _now_stamp()
+        rival = Message(message_id=new_id(), role="user", content="a rival turn", created_at=at)
+        self._messages.add(*place, [rival])
+        self._conversations.counted_turn(
+            SavedTurn(
+                conversation=current,
+                messages=[rival],
+                window_start=current.window_start or rival.message_id,
+                session_started=False,
+                model_id=current.model or "rival",
+                at=at,
+            )
+        )
 
 
 Step = ModelReply | Exception | Callable[[ModelRequest], ModelReply]
@@ -707,9 +693,7 @@ class InMemoryRecall:
     def __post_init__(self) -> None:
         settings = self.settings
         self.memories = InMemoryMemories(settings)
-        self.turns = InMemoryTurns(
-            self.projects, self.conversations, self.messages, self.sessions, self.memories
-        )
+        self.turns = InMemoryTurns(self.projects, self.conversations, self.messages, self.memories)
         access = ProjectAccess(self.projects)
         self.project_service = ProjectService(settings, access, self.projects)
         self.conversation_service = ConversationService(
@@ -741,7 +725,6 @@ class InMemoryRecall:
             self.loader,
             self.tool_loop,
             self.turns,
-            self.sessions,
             self.memory_service,
             self.memories,  # type: ignore[arg-type]
             TurnFollowUps(settings, self.jobs),  # type: ignore[arg-type]
@@ -750,7 +733,6 @@ class InMemoryRecall:
             settings,
             self.loader,
             self.conversations,
-            self.sessions,
         )
 
     def _provider_for(self, model_id: str) -> Any:

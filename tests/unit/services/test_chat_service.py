@@ -12,6 +12,7 @@ from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.ids import new_id
 from recall.domain.memory import MemoryEntry, Scope
+from recall.domain.messages import Message
 from recall.domain.prompt import (
     ModelReply,
     ModelRequest,
@@ -20,7 +21,6 @@ from recall.domain.prompt import (
     ToolCall,
     Usage,
 )
-from recall.domain.session import Session
 from recall.errors import Conflict, Forbidden, Invalid, ModelFailed, NotFound, TooLarge
 from recall.providers.offline import OfflineProvider
 from recall.services.chat import TurnOutcome
@@ -70,15 +70,29 @@ def turn(
     return recall.chat_service.turn(user, project, text, conversation_id, model)
 
 
-def thread_with_window(recall: InMemoryRecall, user: str, project: str) -> tuple[str, Session]:
-    """A thread of two saved messages, both in its session's window (version 1)."""
+def thread_with_window(
+    recall: InMemoryRecall, user: str, project: str
+) -> tuple[str, list[Message]]:
+    """A thread of two saved messages (one turn, version 1), both in its window."""
     earlier = messages_of(["user", "assistant"])
-    thread = recall.conversations.add(user, project, message_count=2, turn_count=1)
-    place = (user, project, thread.conversation_id)
-    recall.messages.add(*place, earlier)
-    session = Session(window=earlier, version=1)
-    recall.sessions.put(*place, session, None)
-    return thread.conversation_id, session
+    thread = recall.conversations.add(
+        user,
+        project,
+        message_count=2,
+        turn_count=1,
+        version=1,
+        window_start=earlier[0].message_id,
+        last_message_id=earlier[-1].message_id,
+    )
+    recall.messages.add(user, project, thread.conversation_id, earlier)
+    return thread.conversation_id, earlier
+
+
+def window_now(recall: InMemoryRecall, user: str, project: str, thread: str) -> list[Message]:
+    """The window the next turn on the thread reads."""
+    conversation = recall.conversations.get(user, project, thread)
+    assert conversation is not None
+    return recall.loader.window(conversation)
 
 
 # Which thread
@@ -237,7 +251,7 @@ def test_the_model_sees_memory_project_context_the_window_then_the_new_message()
         caller_id=ALICE,
         caller_roles=frozenset({Role.OWNER}),
     )
-    conversation_id, session = thread_with_window(recall, BOB, project)
+    conversation_id, window = thread_with_window(recall, BOB, project)
     other = recall.conversations.add(BOB, project)
     recall.memories.add(
         BOB,
@@ -268,8 +282,8 @@ def test_the_model_sees_memory_project_context_the_window_then_the_new_message()
     assert "there: that" not in system
     assert "currency: EUR" in system
     assert [(m.role, m.text) for m in request.messages] == [
-        ("user", session.window[0].content),
-        ("assistant", session.window[1].content),
+        ("user", window[0].content),
+        ("assistant", window[1].content),
         ("user", "and now?"),
     ]
     assert [tool.name for tool in request.tools] == ["save_preference", "forget_preference"]
@@ -300,9 +314,9 @@ def test_a_new_thread_sees_persistent_memory_and_no_thread_memory() -> None:
     assert "<thread_memory>" not in system
 
 
-def test_a_pruned_session_is_rebuilt_from_saved_messages_after_the_clear_marker() -> None:
-    # Given a thread whose session is gone: two messages before the marker, then a user
-    # message, a tool round, a failed reply, a user message and a reply after it
+def test_a_thread_without_a_window_start_reads_its_window_after_the_clear_marker() -> None:
+    # Given a thread no turn has given a window start: two messages before the marker,
+    # then a user message, a tool round, a failed reply, a user message and a reply
     recall = InMemoryRecall(Settings(window_messages=4), model=ScriptedModel(said("ok")))
     project = shop(recall)
     before = messages_of(["user", "assistant"])
@@ -322,10 +336,9 @@ def test_a_pruned_session_is_rebuilt_from_saved_messages_after_the_clear_marker(
         after[4].content,
         "next",
     ]
-    # and the turn saves the session afresh, keeping the marker
+    # and the turn gives the thread the start of that window
     saved = recall.turns.saved[0]
-    assert saved.expected_version is None
-    assert saved.session.cleared_after == marker
+    assert saved.window_start == after[0].message_id
 
 
 # What the turn saves
@@ -337,7 +350,7 @@ def test_the_turn_saves_the_user_message_tool_rounds_and_reply_in_one_save() -> 
         model=ScriptedModel(calling(save("dark_mode"), tokens=3), said("Saved it.", tokens=5))
     )
     project = shop(recall)
-    conversation_id, session = thread_with_window(recall, BOB, project)
+    conversation_id, window = thread_with_window(recall, BOB, project)
     # When
     outcome = turn(recall, BOB, project, "Always use dark mode", conversation_id)
     # Then one save carries everything
@@ -350,10 +363,10 @@ def test_the_turn_saves_the_user_message_tool_rounds_and_reply_in_one_save() -> 
     assert json.loads(tool.tool_results[0].content) == {"saved": "dark_mode", "scope": "persistent"}
     assert (reply.content, reply.status) == ("Saved it.", "complete")
     assert reply.usage == Usage(input_tokens=8, output_tokens=8)
-    assert saved.expected_version == session.version
+    assert saved.conversation.version == 1
     # over the version it read, with the window holding no tool round
-    assert saved.session.version == session.version + 1
-    assert saved.session.window == [*session.window, user, reply]
+    assert saved.window_start == window[0].message_id
+    assert window_now(recall, BOB, project, conversation_id) == [*window, user, reply]
     # and the outcome is what was saved
     assert (outcome.user_message, outcome.message) == (user, reply)
     assert [e.key for e in outcome.memories_saved] == ["dark_mode"]
@@ -364,45 +377,43 @@ def test_the_turn_saves_the_user_message_tool_rounds_and_reply_in_one_save() -> 
     assert recall.messages.of(BOB, project, conversation_id)[-3:] == saved.messages
 
 
-def test_the_first_turn_of_a_thread_expects_no_session_and_the_next_expects_the_first() -> None:
+def test_each_turn_saves_over_the_version_the_one_before_left() -> None:
     # Given
     recall = InMemoryRecall(model=OfflineProvider())
     project = shop(recall)
     # When
     first = turn(recall, BOB, project, "one")
-    turn(recall, BOB, project, "two", first.conversation.conversation_id)
+    thread = first.conversation.conversation_id
+    turn(recall, BOB, project, "two", thread)
     # Then
-    assert [t.expected_version for t in recall.turns.saved] == [None, 1]
-    session = recall.sessions.get(BOB, project, first.conversation.conversation_id)
-    assert session is not None
-    assert session.version == 2
-    assert [m.role for m in session.window] == ["user", "assistant", "user", "assistant"]
+    assert [t.conversation.version for t in recall.turns.saved] == [0, 1]
+    stored = recall.conversations.get(BOB, project, thread)
+    assert stored is not None and stored.version == 2
+    window = window_now(recall, BOB, project, thread)
+    assert [m.role for m in window] == ["user", "assistant", "user", "assistant"]
 
 
 @pytest.mark.parametrize("new_thread", [False, True])
-def test_a_lost_race_rereads_the_session_and_saves_again_with_fresh_ids(new_thread: bool) -> None:
+def test_a_lost_race_rereads_the_thread_and_saves_again_with_fresh_ids(new_thread: bool) -> None:
     # Given another turn on the thread that saves while the model answers
     recall = InMemoryRecall(model=ScriptedModel(said("mine")))
     project = shop(recall)
     if new_thread:
         conversation_id, window = None, []
     else:
-        conversation_id, session = thread_with_window(recall, BOB, project)
-        window = session.window
-    recall.sessions.rival_turns = 1
+        conversation_id, window = thread_with_window(recall, BOB, project)
+    recall.turns.rival_turns = 1
     # When
     outcome = turn(recall, BOB, project, "hello", conversation_id)
     # Then the second save goes over the rival's version, with new ids
     first, second = recall.turns.attempts
     assert recall.turns.saved == [second]
-    assert second.expected_version == (1 if new_thread else 2)
+    assert second.conversation.version == (1 if new_thread else 2)
     assert {m.message_id for m in first.messages}.isdisjoint(m.message_id for m in second.messages)
     assert [m.content for m in second.messages] == ["hello", "mine"]
     # and both turns land in order, the model asked once
     thread = outcome.conversation.conversation_id
-    final = recall.sessions.get(BOB, project, thread)
-    assert final is not None
-    assert [m.content for m in final.window] == [
+    assert [m.content for m in window_now(recall, BOB, project, thread)] == [
         *(m.content for m in window),
         "a rival turn",
         "hello",
@@ -417,7 +428,7 @@ def test_a_turn_saves_on_its_last_allowed_attempt() -> None:
     recall = InMemoryRecall(Settings(turn_retry_max=2), model=ScriptedModel(said("ok")))
     project = shop(recall)
     conversation_id, _ = thread_with_window(recall, BOB, project)
-    recall.sessions.rival_turns = 1
+    recall.turns.rival_turns = 1
     # When
     turn(recall, BOB, project, "hello", conversation_id)
     # Then
@@ -430,13 +441,14 @@ def test_a_turn_that_keeps_losing_gives_up_with_conflict_after_turn_retry_max_at
     recall = InMemoryRecall(Settings(turn_retry_max=2), model=ScriptedModel(said("ok")))
     project = shop(recall)
     conversation_id, _ = thread_with_window(recall, BOB, project)
-    recall.sessions.rival_turns = 5
+    recall.turns.rival_turns = 5
     # When / Then
     with pytest.raises(Conflict, match="too busy"):
         turn(recall, BOB, project, "hello", conversation_id)
     assert len(recall.turns.attempts) == 2
     assert recall.turns.saved == []
-    assert len(recall.messages.of(BOB, project, conversation_id)) == 2
+    saved = recall.messages.of(BOB, project, conversation_id)
+    assert [m.content for m in saved[2:]] == ["a rival turn", "a rival turn"]
 
 
 def test_a_thread_deleted_while_the_model_answers_is_not_found_and_nothing_is_saved() -> None:
@@ -464,7 +476,7 @@ def test_a_model_failure_still_saves_the_user_message_and_an_error_reply() -> No
     # Given a model that times out
     recall = InMemoryRecall(model=ScriptedModel(ModelTimeout("The model took too long.")))
     project = shop(recall)
-    conversation_id, session = thread_with_window(recall, BOB, project)
+    conversation_id, window = thread_with_window(recall, BOB, project)
     # When
     with pytest.raises(ModelFailed) as raised:
         turn(recall, BOB, project, "hello", conversation_id)
@@ -492,7 +504,7 @@ def test_a_model_failure_still_saves_the_user_message_and_an_error_reply() -> No
         "The model took too long.",
     )
     # and the failed reply stays out of the window
-    assert saved.session.window == [*session.window, user]
+    assert window_now(recall, BOB, project, conversation_id) == [*window, user]
 
 
 def test_an_unexpected_provider_error_is_a_502_model_failure() -> None:

@@ -11,7 +11,6 @@ from recall.domain.access import Role
 from recall.domain.conversations import DEFAULT_TITLE, Period
 from recall.domain.ids import new_id
 from recall.domain.memory import Category, MemoryEntry, Scope
-from recall.domain.session import Session
 from recall.errors import Forbidden, Invalid, NotFound
 from recall.settings import Settings
 from tests.unit.services.in_memory import InMemoryRecall, messages_of
@@ -183,7 +182,7 @@ def test_threads_are_listed_newest_first_with_the_period_they_were_last_updated_
 
 
 def test_delete_removes_messages_session_and_thread_memory_and_nothing_else() -> None:
-    # Given two threads of Bob's, each with messages, a session and thread memory
+    # Given two threads of Bob's, each with messages, a session item and thread memory
     recall = InMemoryRecall()
     project = shop(recall)
     gone = recall.conversations.add(BOB, project)
@@ -191,7 +190,7 @@ def test_delete_removes_messages_session_and_thread_memory_and_nothing_else() ->
     for thread in (gone, kept):
         place = (BOB, project, thread.conversation_id)
         recall.messages.add(*place, messages_of(["user", "assistant"]))
-        recall.sessions.put(*place, Session(version=1), None)
+        recall.sessions.threads.add(place)
         recall.memories.add(
             BOB,
             project,
@@ -210,12 +209,12 @@ def test_delete_removes_messages_session_and_thread_memory_and_nothing_else() ->
     assert recall.conversations.get(BOB, project, gone.conversation_id) is None
     assert recall.conversations.threads.keys() == {(BOB, project, kept.conversation_id)}
     assert recall.messages.of(BOB, project, gone.conversation_id) == []
-    assert recall.sessions.get(BOB, project, gone.conversation_id) is None
+    assert (BOB, project, gone.conversation_id) not in recall.sessions.threads
     keys = {(e.conversation_id, e.key) for e in recall.memories.entries(BOB, project)}
     assert keys == {(kept.conversation_id, "tone"), (None, "lang")}
     assert recall.memories.history(BOB, project, "tone", gone.conversation_id) == []
     assert len(recall.messages.of(BOB, project, kept.conversation_id)) == 2
-    assert recall.sessions.get(BOB, project, kept.conversation_id) is not None
+    assert (BOB, project, kept.conversation_id) in recall.sessions.threads
 
 
 def test_a_delete_that_stops_part_way_hides_the_thread_and_a_retry_finishes_it(
@@ -227,7 +226,7 @@ def test_a_delete_that_stops_part_way_hides_the_thread_and_a_retry_finishes_it(
     thread = recall.conversations.add(BOB, project)
     place = (BOB, project, thread.conversation_id)
     recall.messages.add(*place, messages_of(["user"]))
-    recall.sessions.put(*place, Session(version=1), None)
+    recall.sessions.threads.add(place)
     real_delete = recall.sessions.delete
 
     def fails_once(*args: str) -> None:
@@ -246,4 +245,4 @@ def test_a_delete_that_stops_part_way_hides_the_thread_and_a_retry_finishes_it(
     # and a retry finishes the job
     service.delete(*place)
     assert recall.conversations.threads == {}
-    assert recall.sessions.sessions == {}
+    assert recall.sessions.threads == set()

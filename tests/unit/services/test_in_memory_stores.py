@@ -36,7 +36,7 @@ PAIRS = [
         {"create", "get", "page", "latest", "update", "mark_cleared", "mark_deleting", "delete"},
     ),
     (InMemoryMessages, MessageStore, {"page", "latest_after", "delete_thread"}),
-    (InMemorySessions, SessionStore, {"get", "put", "delete"}),
+    (InMemorySessions, SessionStore, {"delete"}),
     (InMemoryMemories, MemoryStore, {"active", "write", "delete", "delete_thread", "history"}),
     (InMemoryTurns, TurnStore, {"read", "save"}),
 ]

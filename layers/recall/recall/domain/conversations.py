@@ -38,6 +38,13 @@ class Conversation(BaseModel):
     # (None: it follows the project's defaults and its preset).
     preset: PresetCopy | None = None
     settings: ThreadSettings | None = None
+    # Moved by every turn: a turn saves only over the version it read.
+    version: int = 0
+    # The window's first message: later turns read the window from here (and past
+    # ``cleared_after``), so it never has to be written whole.
+    window_start: str | None = None
+    # The newest message a turn saved: the window read beside this item must reach it.
+    last_message_id: str | None = None
 
 
 DEFAULT_TITLE = "New conversation"

@@ -1,23 +1,12 @@
-"""The active window of one thread: what the model sees of the conversation."""
+"""The active window of one thread: what the model sees of the conversation. It is not
+stored whole: the thread keeps where it starts, and each turn reads it from the saved
+messages and moves that start."""
 
 from __future__ import annotations
-
-from pydantic import BaseModel, Field
 
 from recall.domain.messages import Message
 from recall.domain.prompt import PromptMessage
 from recall.domain.sizes import stored_size
-
-
-class Session(BaseModel):
-    """One per thread: the last messages after the clear-context marker and a version for
-    optimistic locking. A missing session is rebuilt; the rolling summary of what fell out
-    lives on the conversation, so pruning a session never loses it."""
-
-    window: list[Message] = Field(default_factory=list)
-    cleared_after: str | None = None
-    version: int = 0
-    updated_at: str | None = None
 
 
 def belongs_in_window(message: Message) -> bool:
@@ -29,14 +18,14 @@ def belongs_in_window(message: Message) -> bool:
 
 
 def window_size(window: list[Message]) -> int:
-    """The bytes DynamoDB counts for the window as the session item stores it: each
-    message with its tool calls, usage and every other field it has."""
+    """The bytes DynamoDB counts for the window's messages as a list of maps: each message
+    with its tool calls, usage and every other field it has."""
     return stored_size([message.model_dump(exclude_none=True) for message in window])
 
 
 def trimmed(window: list[Message], size: int, max_bytes: int) -> list[Message]:
     """The newest ``size`` messages that also fit in ``max_bytes`` by DynamoDB's size rules,
-    so the session item stays under DynamoDB's 400 KB however long the messages are."""
+    so the prompt stays bounded however long the messages are."""
     kept = window[-size:] if size > 0 else []
     sizes = [stored_size(message.model_dump(exclude_none=True)) + 1 for message in kept]
     total = 3 + sum(sizes)
@@ -56,37 +45,36 @@ def evicted(window: list[Message], size: int, step: int) -> list[Message]:
     return window[-size:] if size > 0 else []
 
 
-def rebuilt(
-    messages: list[Message], cleared_after: str | None, size: int, max_bytes: int
+def window_of(
+    newest: list[Message],
+    start: str | None,
+    cleared_after: str | None,
+    size: int,
+    max_bytes: int,
 ) -> list[Message]:
-    """The window of a thread whose session was pruned, from its saved messages: the count
-    and bytes a live session's window keeps right after it drops, so the model sees the same
-    either way (a pruned session's cache is long gone)."""
-    return trimmed(
-        [
-            message
-            for message in messages
-            if belongs_in_window(message)
-            and (cleared_after is None or message.message_id > cleared_after)
-        ],
-        size,
-        max_bytes,
-    )
+    """The window within the thread's newest messages (oldest first): those from ``start``
+    on and after the clear-context marker that belong in it, within ``max_bytes``. A thread
+    no turn has given a start yet (one saved before starts were kept) takes the newest
+    ``size``, the count a window keeps right after it drops."""
+    window = [
+        message
+        for message in newest
+        if belongs_in_window(message)
+        and (start is None or message.message_id >= start)
+        and (cleared_after is None or message.message_id > cleared_after)
+    ]
+    return trimmed(window, size if start is None else len(window), max_bytes)
 
 
-def with_turn(
-    session: Session, added: list[Message], size: int, max_bytes: int, evict_step: int
-) -> Session:
-    """The session after a turn: its messages join the window, which drops older messages
-    ``evict_step`` at a time (``evicted``) and always fits ``max_bytes``."""
-    window = evicted(
-        session.window + [message for message in added if belongs_in_window(message)],
-        size,
-        evict_step,
+def next_window(
+    window: list[Message], added: list[Message], size: int, max_bytes: int, evict_step: int
+) -> list[Message]:
+    """The window after a turn: its messages join, older ones leave ``evict_step`` at a
+    time (``evicted``), and it always fits ``max_bytes``."""
+    grown = evicted(
+        window + [message for message in added if belongs_in_window(message)], size, evict_step
     )
-    return session.model_copy(
-        update={"window": trimmed(window, len(window), max_bytes), "version": session.version + 1}
-    )
+    return trimmed(grown, len(grown), max_bytes)
 
 
 def as_prompt(window: list[Message]) -> list[PromptMessage]:

@@ -1,12 +1,14 @@
-"""One chat turn: load (one batched read, then memory once per scope), ask the model and
-run its memory tools, then save everything in one transaction: the messages, the session,
-the counters and the memory the tools changed. When another turn on the thread saved
-first, the save is retried in order after a jittered pause; a turn that gives up has
-written nothing and answers 409 with ``Retry-After``."""
+"""One chat turn: load (one round trip: the batched read, the window's query and memory once
+per scope), ask the model and run its memory tools, then save everything in one
+transaction: the messages, the thread's counters and window start, and the memory the
+tools changed. When another turn on the thread saved first, the save is retried in order
+after a jittered pause; a turn that gives up has written nothing and answers 409 with
+``Retry-After``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 import time
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -17,7 +19,7 @@ from recall.domain.conversations import Conversation
 from recall.domain.memory import MemoryEntry
 from recall.domain.messages import Message
 from recall.domain.prompt import Usage
-from recall.domain.session import Session, with_turn
+from recall.domain.session import next_window
 from recall.domain.turn_events import TurnListener
 from recall.domain.turn_memory import TurnMemory
 from recall.domain.turns import Exchange, checked_message, checked_model, turn_messages
@@ -31,12 +33,10 @@ from recall.settings import Settings
 from recall.store.dynamodb import backoff_seconds
 from recall.store.memories import HeldMemory, MemoryStore
 from recall.store.memory_transactions import TurnMemoryWrites
-from recall.store.sessions import SessionStore
 from recall.store.turns import (
     ConversationChanged,
     MemoryChanged,
     SavedTurn,
-    SessionChanged,
     TurnStore,
 )
 
@@ -67,7 +67,6 @@ class ChatService:
         loader: TurnContextLoader,
         tools: ToolLoop,
         turns: TurnStore,
-        sessions: SessionStore,
         memory: MemoryService,
         memories: MemoryStore,
         followups: TurnFollowUps,
@@ -76,7 +75,6 @@ class ChatService:
         self._loader = loader
         self._tools = tools
         self._turns = turns
-        self._sessions = sessions
         self._memory = memory
         self._memories = memories
         self._followups = followups
@@ -159,27 +157,34 @@ class ChatService:
         exchange: Exchange,
         memory: TurnMemory,
     ) -> tuple[list[Message], bool, TurnMemoryWrites | None]:
-        """One transaction. When another turn on the thread saved first, re-read its session
-        and save again with fresh ids, so both turns land in order; when a memory entry
-        moved meanwhile, re-read it. Also says whether messages left the window (a summary
-        has something to fold)."""
+        """One transaction. When another turn on the thread saved first (or it was archived
+        or unarchived), re-read the thread and its window and save again with fresh ids, so
+        both turns land in order; when a memory entry moved meanwhile, re-read it. Also says
+        whether messages left the window (a summary has something to fold)."""
         settings = self._settings
-        conversation = loaded.conversation
+        conversation, window = loaded.conversation, loaded.window
         user_id, project_id = conversation.user_id, conversation.project_id
-        session, exists, held = loaded.session, loaded.session_exists, loaded.memory
+        held = loaded.memory
+        idle = timedelta(seconds=settings.session_idle_seconds)
         for attempt in range(settings.turn_retry_max):
             if attempt:
                 time.sleep(backoff_seconds(attempt - 1, settings.turn_retry_base_seconds))
             now = clock.now()
             at = clock.stamp(now)
             saved = turn_messages(text, model_id, exchange, at, settings.model_message_max_bytes)
-            next_session = with_turn(
-                session,
+            kept = next_window(
+                window,
                 saved,
                 loaded.settings.window_messages,
                 settings.window_max_bytes,
                 settings.window_evict_step,
-            ).model_copy(update={"updated_at": at})
+            )
+            # A turn on a new thread, or on one idle past the session's idle time, starts a
+            # session: one more toward the consolidation gate.
+            started = (
+                conversation.message_count == 0
+                or now - clock.parse(conversation.updated_at) >= idle
+            )
             # A turn the client is told failed keeps no memory its tools asked for.
             changes = memory.changes() if exchange.failure is None else []
             written = (
@@ -192,8 +197,8 @@ class ChatService:
                     SavedTurn(
                         conversation=conversation,
                         messages=saved,
-                        session=next_session,
-                        expected_version=session.version if exists else None,
+                        window_start=kept[0].message_id if kept else None,
+                        session_started=started,
                         model_id=model_id,
                         at=at,
                         memory=written,
@@ -202,11 +207,7 @@ class ChatService:
             except ConversationChanged as changed:
                 logger.info("thread changed during the turn; saving again")
                 conversation = changed.conversation
-                continue
-            except SessionChanged:
-                logger.info("turn raced another; retrying", extra={"attempt": attempt + 1})
-                current = self._sessions.get(user_id, project_id, conversation.conversation_id)
-                session, exists = (current, True) if current else (Session(), False)
+                window = self._loader.window(conversation, loaded.settings.window_messages)
                 continue
             except MemoryChanged as changed:
                 logger.info(
@@ -217,10 +218,13 @@ class ChatService:
                     if not self._memories.reclaim(user_id, project_id, scope, now):
                         self._drop_new(memory, held, scope)
                 continue
-            kept = {message.message_id for message in next_session.window}
-            left = any(message.message_id not in kept for message in session.window)
-            # A rebuilt window starts past older messages that may not be folded yet.
-            left = left or (not exists and conversation.message_count > len(session.window))
+            ids = {message.message_id for message in kept}
+            left = any(message.message_id not in ids for message in window)
+            # A window with no start yet is the newest few of a thread that may hold older
+            # messages not folded yet.
+            left = left or (
+                conversation.window_start is None and conversation.message_count > len(window)
+            )
             return saved, left, written
         metrics.add_metric(name="ChatTurnsGivenUp", unit=MetricUnit.Count, value=1)
         raise Conflict(

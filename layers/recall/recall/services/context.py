@@ -9,12 +9,9 @@ from recall.domain.context import TurnContext, assemble, token_estimate
 from recall.domain.ids import new_id
 from recall.domain.presets import EffectiveSettings
 from recall.domain.prompt import ModelRequest
-from recall.domain.session import Session
-from recall.errors import Conflict
 from recall.services.turn_context import TurnContextLoader
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
-from recall.store.sessions import SessionStore
 
 
 class ContextService:
@@ -23,37 +20,18 @@ class ContextService:
         settings: Settings,
         loader: TurnContextLoader,
         conversations: ConversationStore,
-        sessions: SessionStore,
     ) -> None:
         self._settings = settings
         self._loader = loader
         self._conversations = conversations
-        self._sessions = sessions
 
     def clear(self, user_id: str, project_id: str, conversation_id: str) -> str:
-        """Later turns start their window after this point; history and memory stay. The
-        marker is kept on the thread too, so it outlives a pruned session."""
-        reads = self._loader.authorised(user_id, project_id, conversation_id, Role.EDITOR)
+        """Later turns start their window after this point; history and memory stay. One
+        write on the thread; a turn racing it lands after the marker (``mark_cleared``)."""
+        self._loader.authorised(user_id, project_id, conversation_id, Role.EDITOR)
         marker = new_id()
         self._conversations.mark_cleared(user_id, project_id, conversation_id, marker)
-        current = reads.session
-        for _ in range(self._settings.turn_retry_max):
-            base = current or Session()
-            cleared = base.model_copy(
-                update={
-                    "window": [],
-                    "cleared_after": marker,
-                    "version": base.version + 1,
-                    "updated_at": clock.stamp(clock.now()),
-                }
-            )
-            expected = base.version if current else None
-            try:
-                self._sessions.put(user_id, project_id, conversation_id, cleared, expected)
-                return marker
-            except Conflict:
-                current = self._sessions.get(user_id, project_id, conversation_id)
-        raise Conflict("The conversation is too busy; try again.")
+        return marker
 
     def preview(
         self, user_id: str, project_id: str, conversation_id: str

@@ -1,6 +1,7 @@
 """The rolling summary: messages that left a thread's window are folded into the summary
 kept on the conversation, which the next prompt carries as its "earlier turns" layer.
-Pruning a session never loses it; clearing the context starts a new one."""
+What left is what lies before the window's start, which the thread keeps; clearing the
+context starts a new summary."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from recall.observability import logger
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.messages import MessageStore
-from recall.store.sessions import SessionStore
 
 
 class Summarizer(Protocol):
@@ -81,13 +81,11 @@ class SummaryService:
         settings: Settings,
         conversations: ConversationStore,
         messages: MessageStore,
-        sessions: SessionStore,
         summarizer: Summarizer,
     ) -> None:
         self._settings = settings
         self._conversations = conversations
         self._messages = messages
-        self._sessions = sessions
         self._summarizer = summarizer
 
     def run(self, job: SummarizeJob, now: datetime) -> SummaryReport:
@@ -97,14 +95,13 @@ class SummaryService:
         conversation = self._conversations.get(*ids)
         if conversation is None:
             return SummaryReport(0, "the thread is gone")
-        session = self._sessions.get(*ids)
-        if session is None or not session.window:
+        if conversation.window_start is None:
             return SummaryReport(0, "no window to summarise up to")
         starts = [m for m in (conversation.summary_through, conversation.cleared_after) if m]
         leaving = self._messages.between(
             *ids,
             max(starts) if starts else None,
-            session.window[0].message_id,
+            conversation.window_start,
             self._settings.summary_fold_max_messages,
         )
         previous = RollingSummary(

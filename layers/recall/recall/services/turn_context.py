@@ -1,16 +1,17 @@
 """Loading what a turn needs, for the turn and for the preview of the next one alike:
-authorise, read project, role, thread and session in one batched request and memory once
-per scope, all three sent at once; rebuild a pruned session from saved messages; and
+authorise, read project, role and thread in one batched request, the thread's newest
+messages (its window) in one query, and memory once per scope, all sent at once; and
 assemble the context.
 
-Before the model, a turn on an existing thread is one round trip: the ``BatchGetItem`` and
-both memory queries leave together, from a small pool of threads over the store's one
-client (boto3 clients are thread-safe, resources and sessions are not). The thread's memory
-is read speculatively, before the role and the thread are known: its key is the caller's
-own, it is thrown away unread on a 403 or a 404, and it is the same read the turn makes
-anyway. Later round trips happen only where a read needs an earlier one's answer:
-``latest`` (which thread), a new thread (its ``PutItem``, only once the role allows it) and
-a session that is gone (pruned after a day idle: the window is rebuilt from messages)."""
+Before the model, a turn on an existing thread is one round trip: the ``BatchGetItem``,
+the window's query and both memory queries leave together, from a small pool of threads
+over the store's one client (boto3 clients are thread-safe, resources and sessions are
+not). The thread's memory and messages are read speculatively, before the role and the
+thread are known: their keys are the caller's own, they are thrown away unread on a 403 or
+a 404, and they are the same reads the turn makes anyway. Later round trips happen only
+where a read needs an earlier one's answer: ``latest`` (which thread), a new thread (its
+``PutItem``, only once the role allows it), and a window read before the previous turn's
+save that the thread read after it (its newest message missing: read again)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ from recall.domain.context import TurnContext, for_thread, turn_context
 from recall.domain.conversations import Conversation, title_from_message
 from recall.domain.ids import is_id, new_id
 from recall.domain.memory import render_memory_block
+from recall.domain.messages import Message
 from recall.domain.presets import EffectiveSettings, PresetCopy
-from recall.domain.session import Session, rebuilt
+from recall.domain.session import window_of
 from recall.domain.turns import LATEST
 from recall.errors import NotFound
-from recall.observability import logger
 from recall.services.presets import thread_settings, unknown_preset
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
@@ -42,8 +43,7 @@ from recall.store.turns import TurnReads, TurnStore
 class LoadedTurn:
     conversation: Conversation
     created: bool
-    session: Session
-    session_exists: bool
+    window: list[Message]
     context: TurnContext
     memory: HeldMemory
     # What the thread runs with: project defaults, its preset, its own overrides.
@@ -93,7 +93,7 @@ class TurnContextLoader:
             latest = found.result()
             conversation_id = latest.conversation_id if latest else None
         if conversation_id is None:
-            reads, memory = self._read(
+            reads, memory, _ = self._read(
                 user_id, project_id, None, Role.EDITOR, now, persistent, preset_id
             )
             if preset_id is not None and reads.preset is None:
@@ -109,19 +109,19 @@ class TurnContextLoader:
                 preset=PresetCopy.of(reads.preset) if reads.preset else None,
             )
             self._conversations.create(conversation)
-            return self._loaded(reads, memory, conversation, True, now)
-        reads, memory = self._read(
+            return self._loaded(reads, memory, conversation, [], True, now)
+        reads, memory, page = self._read(
             user_id, project_id, conversation_id, Role.EDITOR, now, persistent
         )
         assert reads.conversation is not None
-        return self._loaded(reads, memory, reads.conversation, False, now)
+        return self._loaded(reads, memory, reads.conversation, page, False, now)
 
     def for_preview(
         self, user_id: str, project_id: str, conversation_id: str, now: datetime
     ) -> LoadedTurn:
-        reads, memory = self._read(user_id, project_id, conversation_id, Role.VIEWER, now)
+        reads, memory, page = self._read(user_id, project_id, conversation_id, Role.VIEWER, now)
         assert reads.conversation is not None
-        return self._loaded(reads, memory, reads.conversation, False, now)
+        return self._loaded(reads, memory, reads.conversation, page, False, now)
 
     def authorised(
         self, user_id: str, project_id: str, conversation_id: str | None, needed: Role
@@ -142,11 +142,12 @@ class TurnContextLoader:
         now: datetime,
         persistent: Future[HeldMemory] | None = None,
         preset_id: str | None = None,
-    ) -> tuple[TurnReads, HeldMemory]:
-        """``authorised`` and the memory of both scopes, sent at once (one round trip).
-        Every request is waited for before any answer is judged, so none runs on into the
-        next invocation, and the batch's answer (403, 404) comes before any memory read's
-        failure: a stranger learns nothing from what was read for them speculatively."""
+    ) -> tuple[TurnReads, HeldMemory, list[Message]]:
+        """``authorised``, the thread's newest messages and the memory of both scopes, sent
+        at once (one round trip). Every request is waited for before any answer is judged,
+        so none runs on into the next invocation, and the batch's answer (403, 404) comes
+        before any other read's failure: a stranger learns nothing from what was read for
+        them speculatively."""
         wellformed = conversation_id is None or is_id(conversation_id)
         thread_id = conversation_id if wellformed else None
         pool = self._pool
@@ -154,16 +155,16 @@ class TurnContextLoader:
         batch = pool.submit(self._turns.read, user_id, project_id, thread_id, wanted)
         if persistent is None:
             persistent = pool.submit(self._memories.held_scope, user_id, project_id, None, now)
-        thread = (
-            pool.submit(self._memories.held_scope, user_id, project_id, thread_id, now)
-            if thread_id
-            else None
-        )
+        thread = newest = None
+        if thread_id:
+            thread = pool.submit(self._memories.held_scope, user_id, project_id, thread_id, now)
+            newest = pool.submit(self._newest, user_id, project_id, thread_id)
         pending: list[Future[Any]] = [batch, persistent]
-        wait(pending + ([thread] if thread else []))
+        wait(pending + ([thread, newest] if thread and newest else []))
         reads = self._checked(batch.result(), conversation_id, wellformed, needed)
         memory = persistent.result()
-        return reads, memory.merged(thread.result()) if thread else memory
+        page = newest.result() if newest else []
+        return reads, memory.merged(thread.result()) if thread else memory, page
 
     @staticmethod
     def _checked(
@@ -176,55 +177,83 @@ class TurnContextLoader:
             raise NotFound("No such conversation.")
         return reads
 
-    def session_of(
-        self, reads: TurnReads, conversation: Conversation, size: int
-    ) -> tuple[Session, bool]:
-        """The thread's session, rebuilt from saved messages when it was pruned or never made:
-        a second round trip, only then. That read is eventually consistent: a thread whose
-        session is gone has been idle past ``session_idle_seconds`` (every turn writes its
-        messages and its session in one transaction), so its newest message is long
-        settled. The session itself is read strongly consistent in the batch: the turn
-        conditions its save on the version it read, and its window must hold the previous
-        turn's messages."""
-        if reads.session is not None:
-            return reads.session, True
-        if conversation.message_count == 0:
-            return Session(cleared_after=conversation.cleared_after), False
-        recent = self._messages.latest_after(
-            conversation.user_id,
-            conversation.project_id,
-            conversation.conversation_id,
+    def window(
+        self,
+        conversation: Conversation,
+        size: int | None = None,
+        newest: list[Message] | None = None,
+    ) -> list[Message]:
+        """The thread's window of ``size`` messages (the setting's by default), from its
+        newest messages (read here when not given). A page read beside the thread may
+        predate the turn the thread has already counted (the two reads are not one
+        snapshot); then it is read again, after the thread, which is rare and costs one more
+        round trip. A window larger than the page (a thread whose settings keep more than
+        the default) is read again too, with room for it."""
+        ids = (conversation.user_id, conversation.project_id, conversation.conversation_id)
+        settings = self._settings
+        size = settings.window_messages if size is None else size
+        room = size + settings.window_page_messages - settings.window_messages
+        if newest is None or _behind(newest, conversation.last_message_id):
+            newest = self._newest(*ids, max(room, settings.window_page_messages))
+        if room > len(newest) == settings.window_page_messages and _short(
+            newest, conversation.window_start
+        ):
+            newest = self._newest(*ids, room)
+        return window_of(
+            newest,
+            conversation.window_start,
             conversation.cleared_after,
-            size * 3,
-            consistent=False,
+            size,
+            settings.window_max_bytes,
         )
-        logger.info("session rebuilt", extra={"conversation_id": conversation.conversation_id})
-        window = rebuilt(recent, conversation.cleared_after, size, self._settings.window_max_bytes)
-        return Session(window=window, cleared_after=conversation.cleared_after), False
+
+    def _newest(
+        self, user_id: str, project_id: str, conversation_id: str, limit: int | None = None
+    ) -> list[Message]:
+        """Strongly consistent: the window must hold the previous turn's messages."""
+        return self._messages.latest_after(
+            user_id,
+            project_id,
+            conversation_id,
+            None,
+            limit or self._settings.window_page_messages,
+        )
 
     def _loaded(
         self,
         reads: TurnReads,
         memory: HeldMemory,
         conversation: Conversation,
+        newest: list[Message],
         created: bool,
         now: datetime,
     ) -> LoadedTurn:
         assert reads.project is not None
         settings = thread_settings(self._settings, reads.project, conversation)
-        session, exists = self.session_of(reads, conversation, settings.window_messages)
+        window = [] if created else self.window(conversation, settings.window_messages, newest)
         context = turn_context(
             reads.project,
             render_memory_block(memory.persistent, memory.thread, now),
             conversation.summary,
-            session.window,
+            window,
         )
         return LoadedTurn(
             conversation,
             created,
-            session,
-            exists,
+            window,
             for_thread(context, settings, conversation.preset),
             memory,
             settings,
         )
+
+
+def _behind(newest: list[Message], last_message_id: str | None) -> bool:
+    """Whether a page of newest messages misses the last one a turn saved."""
+    if last_message_id is None:
+        return False
+    return not newest or newest[-1].message_id < last_message_id
+
+
+def _short(newest: list[Message], window_start: str | None) -> bool:
+    """Whether a full page of newest messages may not reach back to the window's start."""
+    return window_start is None or (bool(newest) and newest[0].message_id > window_start)

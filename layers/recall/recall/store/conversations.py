@@ -220,40 +220,68 @@ class ConversationStore:
         return conversation
 
     def turn_update_request(
-        self, conversation: Conversation, added_messages: int, model: str, updated_at: str
+        self,
+        conversation: Conversation,
+        added_messages: int,
+        model: str,
+        updated_at: str,
+        window_start: str | None,
+        last_message_id: str,
     ) -> dict[str, Any]:
-        """The counters a turn moves, for the turn's transaction; fails if the thread was
-        deleted meanwhile, or archived or unarchived since the turn read it (its place in
-        the list follows the flag)."""
+        """The counters a turn moves and where its window now starts, for the turn's
+        transaction, over the version the turn read: fails if the thread was deleted, or
+        another turn, an archive or unarchive (its place in the list follows the flag) came
+        first."""
+        names = {
+            **_LIVE_NAMES,
+            "#archived": "archived",
+            "#version": "version",
+            "#updatedAt": "updatedAt",
+            "#recency": "recency",
+            "#model": "model",
+            "#lastMessageId": "lastMessageId",
+            "#messageCount": "messageCount",
+            "#turnCount": "turnCount",
+        }
+        values = {
+            ":updatedAt": to_value(updated_at),
+            ":recency": to_value(
+                recency(conversation.archived, updated_at, conversation.conversation_id)
+            ),
+            ":model": to_value(model),
+            ":archived": to_value(conversation.archived),
+            ":version": to_value(conversation.version),
+            ":next": to_value(conversation.version + 1),
+            ":last": to_value(last_message_id),
+            ":added": to_value(added_messages),
+            ":one": to_value(1),
+        }
+        assignments = (
+            "SET #updatedAt = :updatedAt, #recency = :recency, #model = :model,"
+            " #version = :next, #lastMessageId = :last"
+        )
+        if window_start is None:
+            window = " REMOVE #windowStart"
+        else:
+            window = ""
+            assignments += ", #windowStart = :start"
+            values[":start"] = to_value(window_start)
+        names["#windowStart"] = "windowStart"
+        # A thread saved before versions were kept has none: it reads as 0.
+        version = (
+            "(#version = :version OR attribute_not_exists(#version))"
+            if conversation.version == 0
+            else "#version = :version"
+        )
         return {
             "TableName": self._table,
             "Key": conversation_key(
                 conversation.user_id, conversation.project_id, conversation.conversation_id
             ),
-            "UpdateExpression": (
-                "SET #updatedAt = :updatedAt, #recency = :recency, #model = :model"
-                " ADD #messageCount :added, #turnCount :one"
-            ),
-            "ConditionExpression": f"{_LIVE} AND #archived = :archived",
-            "ExpressionAttributeNames": {
-                **_LIVE_NAMES,
-                "#archived": "archived",
-                "#updatedAt": "updatedAt",
-                "#recency": "recency",
-                "#model": "model",
-                "#messageCount": "messageCount",
-                "#turnCount": "turnCount",
-            },
-            "ExpressionAttributeValues": {
-                ":updatedAt": to_value(updated_at),
-                ":recency": to_value(
-                    recency(conversation.archived, updated_at, conversation.conversation_id)
-                ),
-                ":model": to_value(model),
-                ":archived": to_value(conversation.archived),
-                ":added": to_value(added_messages),
-                ":one": to_value(1),
-            },
+            "UpdateExpression": assignments + " ADD #messageCount :added, #turnCount :one" + window,
+            "ConditionExpression": f"{_LIVE} AND #archived = :archived AND {version}",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
         }
 
     def count_added_messages(
@@ -272,8 +300,10 @@ class ConversationStore:
     def mark_cleared(
         self, user_id: str, project_id: str, conversation_id: str, marker: str
     ) -> None:
-        """The durable copy of the clear-context marker, which outlives a pruned session; the
-        rolling summary starts again after it."""
+        """The clear-context marker: later windows start after it, and the rolling summary
+        starts again. A turn racing the clear needs no retry: its messages get their ids as
+        it saves, so they fall after the marker unless the clear came after the save, and
+        the window start it writes is read only past the marker."""
         self._update_live(
             user_id,
             project_id,

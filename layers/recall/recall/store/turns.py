@@ -1,6 +1,7 @@
 """A chat turn's reads and writes span tables. Each table module builds its own keys and
-items; this module puts them into one ``BatchGetItem`` before the model is called and one
-``TransactWriteItems`` after it, and reads that transaction's cancellation reasons."""
+items; this module puts them into one ``BatchGetItem`` before the model is called (sent
+beside the window's query and the memory queries) and one ``TransactWriteItems`` after it,
+and reads that transaction's cancellation reasons."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from recall.domain.conversations import Conversation
 from recall.domain.messages import Message
 from recall.domain.presets import Preset
 from recall.domain.projects import Project
-from recall.domain.session import Session
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.store.conversations import ConversationStore, conversation_from, conversation_key
 from recall.store.dynamodb import (
@@ -30,7 +30,6 @@ from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.presets import is_preset_item, preset_from, preset_key
 from recall.store.projects import ProjectStore
-from recall.store.sessions import SessionStore, session_from, session_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -43,32 +42,29 @@ class TurnReads:
     project: Project | None
     role: Role | None
     conversation: Conversation | None
-    session: Session | None
     # The preset a new thread starts from, read in the same request (None: none asked).
     preset: Preset | None = None
 
 
 @dataclass
 class SavedTurn:
-    """What one turn adds to its thread, saved together or not at all: its messages, its
-    session and counters, and the memory its tools changed."""
+    """What one turn adds to its thread, saved together or not at all: its messages, the
+    thread's counters and window start over the version the turn read, and the memory its
+    tools changed. Only a turn that starts a session counts one toward consolidation."""
 
     conversation: Conversation
     messages: list[Message]
-    session: Session
-    expected_version: int | None
+    window_start: str | None
+    session_started: bool
     model_id: str
     at: str
     memory: TurnMemoryWrites | None = None
 
 
-class SessionChanged(Conflict):
-    """Another turn on the same thread saved first; re-read and try again."""
-
-
 class ConversationChanged(Conflict):
-    """The thread was archived or unarchived while the turn ran: save again over it as it
-    is now, so the turn never writes back a flag it read before the model."""
+    """Another turn saved first, or the thread was archived or unarchived while the turn
+    ran: save again over it as it is now, so turns land in order and none writes back a
+    flag it read before the model."""
 
     def __init__(self, conversation: Conversation) -> None:
         super().__init__("The conversation changed meanwhile.")
@@ -90,14 +86,12 @@ class TurnStore:
         projects: ProjectStore,
         conversations: ConversationStore,
         messages: MessageStore,
-        sessions: SessionStore,
         upkeep: MemoryUpkeep,
         client: DynamoDBClient | None = None,
     ) -> None:
         self._projects = projects
         self._conversations = conversations
         self._messages = messages
-        self._sessions = sessions
         self._upkeep = upkeep
         self._client = client
 
@@ -112,8 +106,8 @@ class TurnStore:
         conversation_id: str | None,
         preset_id: str | None = None,
     ) -> TurnReads:
-        """The project, the caller's role and, with a thread, the thread and its session, or
-        with a preset for a new thread, the preset: one request."""
+        """The project, the caller's role and, with a thread, the thread, or with a preset
+        for a new thread, the preset: one request."""
         project_keys = self._projects.project_and_role_keys(project_id, user_id)
         if preset_id:
             project_keys.append(preset_key(project_id, preset_id))
@@ -125,10 +119,6 @@ class TurnStore:
                 "Keys": [conversation_key(user_id, project_id, conversation_id)],
                 "ConsistentRead": True,
             }
-            request[self._sessions.table] = {
-                "Keys": [session_key(user_id, project_id, conversation_id)],
-                "ConsistentRead": True,
-            }
         found = batch_get(self.client, request)
         project_items = found.get(self._projects.table, [])
         presets = [item for item in project_items if is_preset_item(from_item(item))]
@@ -136,22 +126,21 @@ class TurnStore:
             [item for item in project_items if not is_preset_item(from_item(item))]
         )
         conversations = found.get(self._conversations.table, [])
-        sessions = found.get(self._sessions.table, [])
         return TurnReads(
             project=project,
             role=role,
             conversation=conversation_from(conversations[0]) if conversations else None,
-            session=session_from(sessions[0]) if sessions else None,
             preset=preset_from(presets[0]) if presets else None,
         )
 
     def save(self, turn: SavedTurn) -> None:
-        """Everything a turn saves, in one transaction: its messages, the session over the
-        version the turn read, the thread's counters, the memory its tools changed with
+        """Everything a turn saves, in one transaction: its messages, the thread's counters
+        and window start over the version the turn read, the memory its tools changed with
         their counters, for a new session one more session toward the consolidation gate,
-        and a check that the caller may still edit. Refusals are read item by item:
+        and a check that the caller may still edit. Only what is new is written: nothing
+        that grows with the window or the thread. Refusals are read item by item:
         ``NotFound`` for a deleted thread, ``ConversationChanged``, ``Forbidden``,
-        ``MemoryChanged``, ``SessionChanged``."""
+        ``MemoryChanged``."""
         conversation = turn.conversation
         owner = (conversation.user_id, conversation.project_id, conversation.conversation_id)
         memory = turn.memory
@@ -166,18 +155,19 @@ class TurnStore:
         for message in turn.messages:
             add("message", {"Put": self._messages.put_request(*owner, message)})
         add(
-            "session",
-            {"Put": self._sessions.put_request(*owner, turn.session, turn.expected_version)},
-        )
-        add(
             "conversation",
             {
                 "Update": self._conversations.turn_update_request(
-                    conversation, len(turn.messages), turn.model_id, turn.at
+                    conversation,
+                    len(turn.messages),
+                    turn.model_id,
+                    turn.at,
+                    turn.window_start,
+                    turn.messages[-1].message_id,
                 )
             },
         )
-        if turn.expected_version is None:
+        if turn.session_started:
             started = self._upkeep.session_started_request(
                 conversation.user_id, conversation.project_id, turn.at, moves.pop(None, None)
             )
@@ -214,8 +204,6 @@ class TurnStore:
                 raise Forbidden(
                     "Your role on this project changed: you can no longer chat here."
                 ) from exc
-            if "session" in failed:
-                raise SessionChanged("Another turn saved first.") from exc
             full = {_scope_of(part) for part in failed if part.startswith(_COUNT)}
             if full or "memory" in failed:
                 raise MemoryChanged(full) from exc
