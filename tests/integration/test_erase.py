@@ -22,6 +22,7 @@ from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.idempotency import OWNER
 from recall.store.keys import owner_key
+from recall.store.sessions import session_key
 from recall.wiring import (
     conversation_store,
     erasure_service,
@@ -29,9 +30,13 @@ from recall.wiring import (
     memory_store,
     message_store,
     project_store,
-    session_store,
 )
-from tests.integration.conftest import Api, exported_objects, transactions_after_every_racer_read
+from tests.integration.conftest import (
+    Api,
+    exported_objects,
+    session_left_behind,
+    transactions_after_every_racer_read,
+)
 from tests.integration.fault_injection import ALWAYS, THROTTLES, injected, no_backoff_sleep
 
 MakeProject = Callable[..., str]
@@ -60,6 +65,10 @@ def fill(api: Api, project: str) -> list[str]:
     note = {"value": "draft", "category": "context", "scope": "thread", "conversationId": second}
     assert api.put(f"{memories}/promo", promo).status == 201
     assert api.put(f"{memories}/thread_note", note).status == 201
+    settings, user, at = get_settings(), str(api.sub), clock.stamp(clock.now())
+    for thread in (first, second):  # left behind by turns from before windows moved
+        item = session_left_behind(settings, user, project, thread, at)
+        dynamodb_client().put_item(TableName=settings.sessions_table, Item=item)
     return [first, second]
 
 
@@ -78,7 +87,17 @@ def held(user: str, project: str, threads: list[str]) -> dict[str, list[Any]]:
             for message in message_store().latest_after(user, project, thread, None, 1_000)
         ],
         "sessions": [
-            session for thread in threads if (session := session_store().get(user, project, thread))
+            found
+            for thread in threads
+            if (
+                found := dynamodb_client()
+                .get_item(
+                    TableName=settings.sessions_table,
+                    Key=session_key(user, project, thread),
+                    ConsistentRead=True,
+                )
+                .get("Item")
+            )
         ],
         "memories": partition(settings.memories_table, owner),
         "idempotency records": partition(settings.idempotency_table, owner),

@@ -12,6 +12,7 @@ import boto3
 from botocore.stub import Stubber
 import pytest
 
+from local.seed import grow_thread
 from recall.providers.bedrock import BedrockProvider
 from recall.settings import get_settings
 from recall.store.presets import PresetStore
@@ -353,3 +354,29 @@ def test_a_streamed_first_turn_starts_its_thread_from_a_preset(
     thread = done["body"]["conversation"]["id"]
     shown = alice.get(f"/projects/{project}/conversations/{thread}").body["conversation"]
     assert shown["presetId"] == preset
+
+
+def test_a_window_larger_than_the_default_page_holds_every_message_it_keeps(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given: a thread keeping 80 messages, 200 long, one turn in
+    project = make_project(alice)
+    preset = make_preset(alice, project, {"name": "Long", "settings": {"windowMessages": 80}})
+    first = alice.post(f"/projects/{project}/chat", {"message": "one", "presetId": preset})
+    assert first.status == 200, first
+    thread = first.body["conversation"]["id"]
+    grow_thread(str(alice.sub), project, thread, 200)
+    # When: turns go on past the default page (WINDOW_PAGE_MESSAGES)
+    for text in ("two", "three"):
+        body = {"message": text, "conversationId": thread}
+        assert alice.post(f"/projects/{project}/chat", body).status == 200
+    # Then: the window holds its own size, not the page's
+    window = context_of(alice, project, thread)["window"]
+    assert len(window) > get_settings().window_page_messages
+    assert len(window) >= 80
+    assert (
+        window[-1]["content"]
+        == alice.get(f"/projects/{project}/conversations/{thread}", query="limit=1").body[
+            "messages"
+        ][-1]["content"]
+    )
