@@ -411,7 +411,7 @@ function messageNodes(messages) {
 
 function markCleared() {
   if (!state.conversation) return;
-  const after = localStorage.getItem(`recall.cleared.${state.conversation.id}`);
+  const after = state.conversation.clearedAfter;
   document.querySelectorAll(".marker").forEach((node) => node.remove());
   if (!after) return;
   // The marker is a time-ordered id like the messages': it goes after the last one older.
@@ -569,7 +569,7 @@ async function deleteThread() {
 async function clearContext() {
   const cleared = await attempt("clear the context", () => send("POST", threadPath("/clear-context")));
   if (!cleared) return;
-  localStorage.setItem(`recall.cleared.${state.conversation.id}`, cleared.clearedAfter);
+  state.conversation = { ...state.conversation, clearedAfter: cleared.clearedAfter };
   document.querySelectorAll(".marker").forEach((node) => node.remove());
   $("message-list").append(clearedMarker());
   scrollToEnd();

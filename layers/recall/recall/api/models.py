@@ -200,6 +200,11 @@ class ConversationView(View):
     settings: SettingsView | None = Field(
         default=None, description="The thread's own overrides; null: it follows."
     )
+    cleared_after: str | None = Field(
+        default=None,
+        description="The last message id before the latest clear-context: the model no "
+        "longer sees it or anything older.",
+    )
 
     @classmethod
     def of(cls, conversation: Conversation, period: Period | None = None) -> ConversationView:
@@ -217,6 +222,7 @@ class ConversationView(View):
             created_at=conversation.created_at,
             updated_at=conversation.updated_at,
             period=period,
+            cleared_after=conversation.cleared_after,
         )
 
 
