@@ -206,12 +206,7 @@ def streamed_reply(events: Iterable[Mapping[str, Any]], on_text: TextSink) -> Mo
     return ModelReply(
         text="\n".join(text for _, text in sorted(texts.items()) if text),
         tool_calls=tool_calls,
-        usage=Usage(
-            input_tokens=usage.get("inputTokens", 0),
-            output_tokens=usage.get("outputTokens", 0),
-            cache_read_input_tokens=usage.get("cacheReadInputTokens", 0),
-            cache_write_input_tokens=usage.get("cacheWriteInputTokens", 0),
-        ),
+        usage=_usage(usage),
         stop_reason=_stop_reason(reason, has_tool_calls=bool(tool_calls)),
     )
 
@@ -302,12 +297,7 @@ def model_reply(response: ConverseResponseTypeDef) -> ModelReply:
     return ModelReply(
         text="\n".join(texts),
         tool_calls=tool_calls,
-        usage=Usage(
-            input_tokens=usage.get("inputTokens", 0),
-            output_tokens=usage.get("outputTokens", 0),
-            cache_read_input_tokens=usage.get("cacheReadInputTokens", 0),
-            cache_write_input_tokens=usage.get("cacheWriteInputTokens", 0),
-        ),
+        usage=_usage(usage),
         stop_reason=_stop_reason(response.get("stopReason"), has_tool_calls=bool(tool_calls)),
     )
 
@@ -389,3 +379,13 @@ def _stop_reason(reason: StopReasonType | None, *, has_tool_calls: bool) -> Stop
         return _STOP_REASONS[reason]
     # malformed_model_output / malformed_tool_use, or a reason newer than this code.
     return "tool_use" if has_tool_calls else "end_turn"
+
+
+def _usage(usage: Mapping[str, Any]) -> Usage:
+    """The usage a Converse reply or a ConverseStream ``metadata`` event reports."""
+    return Usage(
+        input_tokens=usage.get("inputTokens", 0),
+        output_tokens=usage.get("outputTokens", 0),
+        cache_read_input_tokens=usage.get("cacheReadInputTokens", 0),
+        cache_write_input_tokens=usage.get("cacheWriteInputTokens", 0),
+    )

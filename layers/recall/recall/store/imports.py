@@ -250,13 +250,7 @@ class ImportStore:
         messages whose thread item a later chunk would have created, and an erasure finds
         them only through here."""
         found: set[str] = set()
-        query: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "#owner = :owner",
-            "ExpressionAttributeNames": {"#owner": "owner"},
-            "ExpressionAttributeValues": {":owner": to_value(owner_key(user_id, project_id))},
-            "ConsistentRead": True,
-        }
+        query = self._owned(user_id, project_id)
         for page in self.client.get_paginator("query").paginate(**query):
             for item in page["Items"]:
                 values = from_item(item)
@@ -268,11 +262,15 @@ class ImportStore:
     def erase(self, user_id: str, project_id: str, max_items: int) -> int:
         """Delete up to ``max_items`` of the caller's progress and chunk items in the
         project; fewer means none are left."""
-        query: dict[str, Any] = {
+        query = self._owned(user_id, project_id)
+        return delete_found(self.client, query, ("owner", "sk"), max_items, self._batch_size)
+
+    def _owned(self, user_id: str, project_id: str) -> dict[str, Any]:
+        """A Query for every item of the caller's imports in the project."""
+        return {
             "TableName": self._table,
             "KeyConditionExpression": "#owner = :owner",
             "ExpressionAttributeNames": {"#owner": "owner"},
             "ExpressionAttributeValues": {":owner": to_value(owner_key(user_id, project_id))},
             "ConsistentRead": True,
         }
-        return delete_found(self.client, query, ("owner", "sk"), max_items, self._batch_size)

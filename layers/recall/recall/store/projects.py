@@ -68,6 +68,16 @@ def _role_in(roles: frozenset[Role]) -> tuple[str, dict[str, Any]]:
     return f"#role IN ({', '.join(values)})", values
 
 
+def _project_change_refused(exc: ClientError) -> Exception:
+    """Why a change to the project item, checked against its caller's role as the
+    transaction's second action, was cancelled."""
+    if _failed_at(exc, 1):
+        return Forbidden(ROLE_LOST)
+    if _failed_at(exc, 0):
+        return NotFound("No such project.")
+    return translate(exc, "The project changed meanwhile; try again.")
+
+
 def _failed_at(exc: ClientError, index: int) -> bool:
     """Whether the transaction was cancelled because item ``index``'s condition failed:
     the reasons are read by position, one per item in the order they were sent."""
@@ -229,11 +239,7 @@ class ProjectStore:
                 TransactItems=[change, self._caller_check(project_id, caller_id, caller_roles)]
             )
         except ClientError as exc:
-            if _failed_at(exc, 1):
-                raise Forbidden(ROLE_LOST) from exc
-            if _failed_at(exc, 0):
-                raise NotFound("No such project.") from exc
-            raise translate(exc, "The project changed meanwhile; try again.") from exc
+            raise _project_change_refused(exc) from exc
         project = self.get(project_id)
         if project is None:
             raise NotFound("No such project.")
@@ -473,11 +479,7 @@ class ProjectStore:
                 ]
             )
         except ClientError as exc:
-            if _failed_at(exc, 1):
-                raise Forbidden(ROLE_LOST) from exc
-            if _failed_at(exc, 0):
-                raise NotFound("No such project.") from exc
-            raise translate(exc, "The project changed meanwhile; try again.") from exc
+            raise _project_change_refused(exc) from exc
 
     def project_erasing(self, project_id: str) -> bool:
         stored = self._stored(project_id)
