@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from recall.domain.ids import new_id
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelReply, ToolCall, ToolResult
-from recall.domain.session import trimmed, window_of, window_size
+from recall.domain.session import trimmed, window_of
 from recall.domain.sizes import ITEM_MAX_BYTES, item_size, stored_size
 from recall.domain.turns import Exchange, ToolRound, fitted, turn_messages
 from recall.settings import Settings
@@ -22,6 +22,13 @@ from tests.integration.aws_limits import item_size as wire_size
 AT = "2026-11-30T00:00:00.000Z"
 GRIN = "\U0001f600"
 BOUNDED = settings(max_examples=40, deadline=None, derandomize=True)
+
+
+def window_size(window: list[Message]) -> int:
+    """The bytes DynamoDB counts for the window's messages as a list of maps: each message
+    with its tool calls, usage and every other field it has."""
+    return stored_size([message.model_dump(exclude_none=True) for message in window])
+
 
 PLAIN = st.recursive(
     st.none()

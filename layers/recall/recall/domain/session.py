@@ -17,12 +17,6 @@ def belongs_in_window(message: Message) -> bool:
     return message.role == "assistant" and message.status == "complete"
 
 
-def window_size(window: list[Message]) -> int:
-    """The bytes DynamoDB counts for the window's messages as a list of maps: each message
-    with its tool calls, usage and every other field it has."""
-    return stored_size([message.model_dump(exclude_none=True) for message in window])
-
-
 def trimmed(window: list[Message], size: int, max_bytes: int) -> list[Message]:
     """The newest ``size`` messages that also fit in ``max_bytes`` by DynamoDB's size rules,
     so the prompt stays bounded however long the messages are."""
