@@ -12,8 +12,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from recall.api import caller_id, new_resolver
 from recall.api.data import ImportProgressView
-from recall.domain.exports import ExportLink
-from recall.domain.imports import ExportDocument, ImportDocument
+from recall.domain.exports import ExportDocument, ExportLink
+from recall.domain.imports import ImportDocument
 from recall.observability import logger, metrics, tracer
 from recall.wiring import data_service
 

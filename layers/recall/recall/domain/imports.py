@@ -21,15 +21,17 @@ import hashlib
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from recall.domain.clock import parse, stamp
 from recall.domain.conversations import DEFAULT_TITLE, Conversation
+from recall.domain.exports import (
+    ExportDocument,
+    ExportedMessage,
+    Wire,
+)
 from recall.domain.ids import encode
 from recall.domain.memory import (
-    Action,
-    Category,
     HistoryRecord,
     MemoryEntry,
     Scope,
@@ -37,94 +39,8 @@ from recall.domain.memory import (
     check_key,
     check_value,
 )
-from recall.domain.messages import Message, MessageRole, MessageStatus
-from recall.domain.prompt import ToolCall, ToolResult, Usage
+from recall.domain.messages import Message
 from recall.errors import Invalid
-
-EXPORT_FORMAT: Literal["recall.export"] = "recall.export"
-EXPORT_VERSION: Literal[1] = 1
-
-
-class Wire(BaseModel):
-    """camelCase on the wire, unknown fields refused (a typo is an error, not a loss)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
-
-
-# The export document (also the import's first format)
-
-
-class ExportedMessage(Wire):
-    id: str = Field(max_length=64)
-    role: MessageRole
-    content: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_results: list[ToolResult] = Field(default_factory=list)
-    model: str | None = None
-    status: MessageStatus = "complete"
-    error: str | None = None
-    usage: Usage | None = None
-    created_at: str
-
-
-class ExportedConversation(Wire):
-    id: str = Field(max_length=64)
-    title: str
-    model: str | None = None
-    archived: bool = False
-    message_count: int = 0
-    created_at: str
-    updated_at: str
-    messages: list[ExportedMessage] = Field(default_factory=list)
-
-
-class ExportedHistory(Wire):
-    action: Action
-    old_value: str | None = None
-    new_value: str | None = None
-    category: Category | None = None
-    source: Source | None = None
-    reason: str | None = None
-    at: str
-
-
-class ExportedMemory(Wire):
-    key: str
-    value: str
-    category: Category
-    scope: Scope = Scope.PERSISTENT
-    conversation_id: str | None = None
-    source: Source = Source.EXPLICIT
-    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
-    expires_at: str | None = None
-    created_at: str = ""
-    updated_at: str = ""
-    history: list[ExportedHistory] = Field(default_factory=list)
-
-
-class ExportedMember(Wire):
-    user_id: str
-    role: str
-
-
-class ExportedProject(Wire):
-    name: str
-    context: dict[str, Any]
-    members: list[ExportedMember]
-
-
-class ExportDocument(Wire):
-    """Everything one user holds in one project; ``project`` only in an owner's export."""
-
-    format: Literal["recall.export"] = EXPORT_FORMAT
-    version: Literal[1] = EXPORT_VERSION
-    exported_at: str
-    project_id: str
-    user_id: str
-    conversations: list[ExportedConversation]
-    memories: list[ExportedMemory]
-    project: ExportedProject | None = None
-
 
 # The plain threads format
 

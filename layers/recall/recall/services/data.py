@@ -13,9 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from recall.domain import clock
 from recall.domain.access import Role, roles_reaching
-from recall.domain.exports import ExportHeader, ExportLink, ExportRecord, document
-from recall.domain.ids import is_id, new_id
-from recall.domain.imports import (
+from recall.domain.exports import (
     ExportDocument,
     ExportedConversation,
     ExportedHistory,
@@ -23,6 +21,13 @@ from recall.domain.imports import (
     ExportedMemory,
     ExportedMessage,
     ExportedProject,
+    ExportHeader,
+    ExportLink,
+    ExportRecord,
+    document,
+)
+from recall.domain.ids import is_id, new_id
+from recall.domain.imports import (
     ImportLimits,
     ImportProgress,
     ImportStatus,
