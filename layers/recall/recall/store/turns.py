@@ -16,7 +16,7 @@ from recall.domain.messages import Message
 from recall.domain.presets import Preset
 from recall.domain.projects import Project
 from recall.errors import Conflict, Forbidden, NotFound
-from recall.store.conversations import ConversationStore, conversation_from, conversation_key
+from recall.store.conversations import ConversationStore, thread_from, thread_keys
 from recall.store.dynamodb import (
     batch_get,
     cancellation_codes,
@@ -116,7 +116,7 @@ class TurnStore:
         }
         if conversation_id:
             request[self._conversations.table] = {
-                "Keys": [conversation_key(user_id, project_id, conversation_id)],
+                "Keys": thread_keys(user_id, project_id, conversation_id),
                 "ConsistentRead": True,
             }
         found = batch_get(self.client, request)
@@ -125,11 +125,10 @@ class TurnStore:
         project, role = self._projects.read_project_and_role(
             [item for item in project_items if not is_preset_item(from_item(item))]
         )
-        conversations = found.get(self._conversations.table, [])
         return TurnReads(
             project=project,
             role=role,
-            conversation=conversation_from(conversations[0]) if conversations else None,
+            conversation=thread_from(found.get(self._conversations.table, [])),
             preset=preset_from(presets[0]) if presets else None,
         )
 
