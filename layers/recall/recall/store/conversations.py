@@ -1,14 +1,14 @@
 """The Conversations table: a thread's item under ``owner = <userId>#<projectId>``, and
-beside it, at ``<conversationId>#policy``, its policy item: the preset copy and the
-rolling summary.
+beside it, at ``<conversationId>#policy``, its policy item: its preset copy's context
+prompts and its rolling summary.
 
 Every turn rewrites the thread's item, and DynamoDB bills a write by the larger of the
 item before and after it (twice in a transaction), so what is large and changes rarely
-(up to ``CONTEXT_PROMPTS_MAX`` × ``CONTEXT_PROMPT_MAX_CHARS`` of preset, ``SUMMARY_MAX_CHARS``
-of summary) lives on the policy item, which only thread creation, the summary job and a
-clear write; reads take both items together. A thread saved before the split keeps its
-preset and summary on its own item: they are read from there until the policy item has
-its own (the summary job moves the summary over).
+(up to ``CONTEXT_PROMPTS_MAX`` × ``CONTEXT_PROMPT_MAX_CHARS`` of prompts,
+``SUMMARY_MAX_CHARS`` of summary) lives on the policy item, which only thread creation,
+the summary job and a clear write; reads of one thread take both items together. A thread
+saved before the split keeps its prompts and summary on its own item: they are read from
+there until the policy item has its own (the summary job moves the summary over).
 
 The ``byRecency`` index sorts a caller's threads by ``recency``
 (``L#<updatedAt>#<id>`` live, ``A#…`` archived, ``D#…`` being deleted), so the newest
@@ -54,8 +54,11 @@ DELETING = "D#"
 
 
 POLICY_SUFFIX = "#policy"
-# What a thread keeps on its policy item, by attribute name.
-POLICY_FIELDS = {"preset": "preset", "summary": "summary", "summary_through": "summaryThrough"}
+# What grows on a thread and changes rarely, kept on its policy item: the preset copy's
+# context prompts (its id, name and settings are small and stay, so lists show them) and
+# the rolling summary.
+PROMPTS = "contextPrompts"
+SUMMARY_FIELDS = {"summary": "summary", "summary_through": "summaryThrough"}
 
 
 def conversation_key(user_id: str, project_id: str, conversation_id: str) -> Item:
@@ -100,22 +103,30 @@ def conversation_item(conversation: Conversation) -> Item:
         ),
     )
     return to_item(
-        record.model_dump(by_alias=True, exclude={"user_id", "project_id", *POLICY_FIELDS})
+        record.model_dump(
+            by_alias=True,
+            exclude={
+                "user_id": True,
+                "project_id": True,
+                **dict.fromkeys(SUMMARY_FIELDS, True),
+                "preset": {"context_prompts": True},
+            },
+        )
     )
 
 
 def policy_item(conversation: Conversation) -> Item | None:
-    """The thread's policy item, or ``None`` when it has neither a preset nor a summary."""
-    values = {
+    """The thread's policy item, or ``None`` when it has no context prompts nor summary."""
+    values: dict[str, Any] = {
         name: value
-        for field, name in POLICY_FIELDS.items()
+        for field, name in SUMMARY_FIELDS.items()
         if (value := getattr(conversation, field))
     }
+    preset = conversation.preset
+    if preset is not None and preset.context_prompts:
+        values[PROMPTS] = [prompt.model_dump(by_alias=True) for prompt in preset.context_prompts]
     if not values:
         return None
-    preset = conversation.preset
-    if preset is not None:
-        values["preset"] = preset.model_dump(by_alias=True, exclude_none=True)
     return to_item(
         {
             "owner": owner_key(conversation.user_id, conversation.project_id),
@@ -137,7 +148,9 @@ def conversation_from(item: Item, policy: Item | None = None) -> Conversation | 
         return None
     if policy is not None:
         kept = from_item(policy)
-        values.update({name: kept[name] for name in POLICY_FIELDS.values() if name in kept})
+        values.update({name: kept[name] for name in SUMMARY_FIELDS.values() if name in kept})
+        if PROMPTS in kept and values.get("preset"):
+            values["preset"] = {**values["preset"], PROMPTS: kept[PROMPTS]}
     user_id, project_id = owner_parts(values["owner"])
     record = ConversationItem.model_validate({**values, "userId": user_id, "projectId": project_id})
     return Conversation.model_validate(record.model_dump(exclude={"owner", "recency", "deleting"}))
