@@ -261,7 +261,7 @@ def _found(problems: _Problems, where: str, exc: Invalid) -> None:
     """A check's errors, each field put under ``where`` in the document."""
     for detail in exc.details or [{"field": "", "message": exc.message}]:
         field = str(detail.get("field", ""))
-        problems.add(f"{where}.{field}" if field else where, str(detail["message"]))
+        problems.add(".".join(part for part in (where, field) if part), str(detail["message"]))
 
 
 def _prompts(

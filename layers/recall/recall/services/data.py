@@ -355,7 +355,7 @@ class DataService:
             if self._presets.get(project_id, preset.preset_id) is not None:
                 return None
             return (
-                f"Preset {preset.name!r} was not imported: the project has "
-                f"{self._settings.presets_max} presets (PRESETS_MAX)."
+                f"Preset {preset.name!r} was not imported: the project has as many presets "
+                "as PRESETS_MAX allows."
             )
         return None
