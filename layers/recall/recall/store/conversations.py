@@ -30,6 +30,7 @@ from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
+    batch_get,
     cancellation_codes,
     decode_cursor,
     dynamodb_client,
@@ -210,21 +211,11 @@ class ConversationStore:
         }
 
     def get(self, user_id: str, project_id: str, conversation_id: str) -> Conversation | None:
-        """The thread with its policy item: one query over the two adjacent keys (the
-        thread's id, then the same id and ``#policy``)."""
-        keys = [conversation_id, conversation_id + POLICY_SUFFIX]
-        found = self.client.query(
-            TableName=self._table,
-            KeyConditionExpression="#owner = :owner AND #sk BETWEEN :thread AND :policy",
-            ExpressionAttributeNames={"#owner": "owner", "#sk": "conversationId"},
-            ExpressionAttributeValues={
-                ":owner": to_value(owner_key(user_id, project_id)),
-                ":thread": to_value(keys[0]),
-                ":policy": to_value(keys[1]),
-            },
-            ConsistentRead=True,
-        )["Items"]
-        return thread_from([item for item in found if from_item(item)["conversationId"] in keys])
+        """The thread with its policy item: one ``BatchGetItem`` of the two exact keys (the
+        grant for exact keys, ``GetItem``'s batch form, not a Query)."""
+        keys = thread_keys(user_id, project_id, conversation_id)
+        request = {self._table: {"Keys": keys, "ConsistentRead": True}}
+        return thread_from(batch_get(self.client, request).get(self._table, []))
 
     def page(
         self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
