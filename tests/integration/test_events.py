@@ -137,6 +137,8 @@ EXPECTED_FACT: dict[str, Callable[[Any], bool]] = {
     "conversations-update.json": lambda body: (
         (body["id"], body["title"])
         == (demo_ids().conversation_id, sent("conversations-update.json")["title"])
+        and body["settings"]["temperature"] == 0.3
+        and body["settings"]["useSummary"] is False
     ),
     "data-export.json": lambda body: (
         (body["format"], body["userId"]) == ("recall.export", DEMO_USER)
@@ -235,6 +237,7 @@ EXPECTED_FACT: dict[str, Callable[[Any], bool]] = {
     "projects-update.json": lambda body: (
         (body["id"], body["context"])
         == (demo_ids().project_id, sent("projects-update.json")["context"])
+        and body["settings"]["windowMessages"] == 30
     ),
 }
 

@@ -404,3 +404,16 @@ def test_a_failed_reply_is_not_counted_as_a_turn(
     counted = usage(alice, project)["usage"]
     assert counted["turns"] == 1
     assert counted["models"] == [get_settings().default_model_id]
+
+
+def test_a_refused_turn_is_not_kept_under_its_idempotency_key(
+    alice: Api, bob: Api, make_project: MakeProject, model: CountingModel
+) -> None:
+    project = make_project(alice, {bob: "editor"})
+    set_budget(alice, project, bob, turnsPerDay=1)
+    assert chat(bob, project, "first").status == 200
+    key = {"Idempotency-Key": "retry-after-budget"}
+    body = {"message": "second"}
+    assert bob.post(f"/projects/{project}/chat", body, headers=key).status == 429
+    set_budget(alice, project, bob, turnsPerDay=2)
+    assert bob.post(f"/projects/{project}/chat", body, headers=key).status == 200
