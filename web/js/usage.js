@@ -46,13 +46,11 @@ export function budgetRefusal(error) {
   return `You have used ${count(detail.used)} of your budget of ${counted(detail.budget, unit)} ${span}${resets}`;
 }
 
-/** "budget: 3 turns a day · 100,000 tokens a month", or "no budget". */
-function budgetWords(budget) {
-  const parts = LIMITS.filter(([name]) => budget && budget[name]).map(([name]) => {
-    const [unit, per] = LIMIT_WORDS[name];
-    return `${counted(budget[name], unit)} ${per}`;
-  });
-  return parts.length ? `budget: ${parts.join(" · ")}` : "no budget";
+/** "3 turns a day · 100,000 tokens a month", or "" when nothing is limited. */
+function limitWords(budget) {
+  return LIMITS.filter(([name]) => budget && budget[name])
+    .map(([name]) => `${counted(budget[name], LIMIT_WORDS[name][0])} ${LIMIT_WORDS[name][1]}`)
+    .join(" · ");
 }
 
 function untilWords(iso) {
@@ -122,7 +120,7 @@ function mine(answer) {
     meter("turns", "Turns", usage.turns, budget[limits[0]], remaining.turns),
     meter("tokens", "Tokens", usage.totalTokens, budget[limits[1]], remaining.tokens),
     tokenSplit(usage),
-    el("p", { class: "meta" }, `Your ${budgetWords(answer.budget)} in this project.`),
+    el("p", { class: "meta" }, limitWords(answer.budget) ? `Your budget in this project: ${limitWords(answer.budget)}.` : "You have no budget in this project."),
   );
 }
 
@@ -186,7 +184,7 @@ function members(answer, projectId, userId, reload) {
           el("strong", { class: "member" }, member.userId, member.userId === userId ? " (you)" : ""),
           el("span", { class: "badge" }, member.role),
         ),
-        el("p", { class: "meta" }, `${counted(member.usage.turns, "turns")} · ${counted(member.usage.totalTokens, "tokens")} · ${budgetWords(member.budget)}`),
+        el("p", { class: "meta" }, `${counted(member.usage.turns, "turns")} · ${counted(member.usage.totalTokens, "tokens")} · ${limitWords(member.budget) ? `budget: ${limitWords(member.budget)}` : "no budget"}`),
         el(
           "details",
           { class: "budget-edit" },
