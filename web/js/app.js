@@ -195,6 +195,7 @@ function renderProject() {
   $("export").disabled = noProject;
   $("erase-me").disabled = noProject;
   $("project-name").value = project ? project.name : "";
+  if (noProject) $("usage-view").replaceChildren(el("p", { class: "empty" }, "No project yet."));
 }
 
 async function createProject() {
