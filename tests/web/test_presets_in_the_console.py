@@ -102,6 +102,7 @@ def test_the_preset_form_sets_a_model_and_max_tokens_shown_after_a_reload(
     shown.get_by_role("button", name="Edit").click()
     expect(page.locator("#preset-form-title")).to_have_text("Edit Long form")
     expect(page.get_by_label("Model id (empty follows the project)")).to_have_value(SONNET)
+    expect(page.get_by_label("Max output tokens (empty follows the project)")).to_have_value("512")
     page.get_by_label("Max output tokens (empty follows the project)").fill("256")
     page.get_by_role("button", name="Save preset").click()
     # Then
