@@ -792,7 +792,7 @@ async function loadPresets() {
             el(
               "span",
               { class: "member" },
-              `${preset.name} (${preset.contextPrompts.length} prompts)`,
+              `${preset.name} (${preset.contextPrompts.length} ${preset.contextPrompts.length === 1 ? "prompt" : "prompts"})`,
               el("span", { class: "meta preset-settings" }, presetSettingsWords(preset.settings)),
             ),
             el("button", { type: "button", disabled: !editor, onclick: () => editPreset(preset) }, "Edit"),
