@@ -1,5 +1,6 @@
 """Projects and members: POST/GET /projects, GET/PATCH/DELETE /projects/{projectId},
 GET /projects/{projectId}/members, PUT/DELETE /projects/{projectId}/members/{userId},
+PUT /projects/{projectId}/members/{userId}/budget, GET /projects/{projectId}/usage,
 DELETE /projects/{projectId}/me, and the project's presets: GET/POST
 /projects/{projectId}/presets, GET/PATCH/DELETE /projects/{projectId}/presets/{presetId}."""
 
@@ -15,6 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from recall.api import caller_id, new_resolver, page_limit, page_size
 from recall.api.models import (
+    BudgetView,
     CreateProjectRequest,
     ErasureView,
     MemberList,
@@ -25,10 +27,12 @@ from recall.api.models import (
     UpdateProjectRequest,
 )
 from recall.api.presets import CreatePresetRequest, PresetList, PresetView, UpdatePresetRequest
+from recall.api.usage import BudgetBody, MemberBudgetView, UsageReportView
 from recall.domain.access import Role
+from recall.domain.usage import Period
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
-from recall.wiring import erasure_service, preset_service, project_service
+from recall.wiring import erasure_service, preset_service, project_service, usage_service
 
 app = new_resolver()
 
@@ -96,6 +100,28 @@ def set_member(projectId: str, userId: str, body: SetMemberRequest) -> Response[
 def remove_member(projectId: str, userId: str) -> Response[None]:
     project_service().remove_member(caller_id(app), projectId, userId)
     return Response(status_code=204)
+
+
+@app.put("/projects/<projectId>/members/<userId>/budget")
+def set_budget(projectId: str, userId: str, body: BudgetBody) -> MemberBudgetView:
+    """Owners only; ``{}`` clears the member's budget."""
+    member = usage_service().set_budget(caller_id(app), projectId, userId, body.budget())
+    return MemberBudgetView(user_id=member.user_id, budget=BudgetView.of(member.budget))
+
+
+@app.get("/projects/<projectId>/usage")
+def get_usage(
+    projectId: str,
+    period: Annotated[Period, Query(description="day or month (UTC)")] = "day",
+    date: Annotated[
+        str | None, Query(description="YYYY-MM-DD for a day, YYYY-MM for a month; now by default")
+    ] = None,
+) -> UsageReportView:
+    """The caller's usage in the period and the project's memory upkeep; owners also get
+    every member's."""
+    caller = caller_id(app)
+    report = usage_service().report(caller, projectId, period, date)
+    return UsageReportView.of(projectId, caller, report)
 
 
 @app.delete("/projects/<projectId>/me")

@@ -91,6 +91,8 @@ EXPECTED_STATUS = {
     "projects-presets-update.json": 200,
     "projects-remove-member.json": 204,
     "projects-set-member.json": 200,
+    "projects-set-budget.json": 200,
+    "projects-usage.json": 200,
     "projects-update.json": 200,
 }
 
@@ -211,6 +213,24 @@ EXPECTED_FACT: dict[str, Callable[[Any], bool]] = {
     "projects-set-member.json": lambda body: (
         (body["userId"], body["role"])
         == (demo_ids().member_id, sent("projects-set-member.json")["role"])
+    ),
+    "projects-set-budget.json": lambda body: (
+        (body["userId"], body["budget"])
+        == (
+            demo_ids().member_id,
+            {
+                "tokensPerDay": None,
+                "tokensPerMonth": 2_000_000,
+                "turnsPerDay": 200,
+                "turnsPerMonth": None,
+            },
+        )
+    ),
+    "projects-usage.json": lambda body: (
+        body["period"] == "month"
+        and body["userId"] == DEMO_USER
+        and DEMO_USER in [member["userId"] for member in body["members"]]
+        and set(body["upkeep"]["jobs"]) == {"extraction", "summary", "consolidation"}
     ),
     "projects-update.json": lambda body: (
         (body["id"], body["context"])

@@ -96,6 +96,22 @@ NOT_REACHED_HERE = {
     ("DataFunction", "s3:DeleteObject", "arn:aws:s3:::exportsbucket/exports/*"): (
         "an export finished after its user's erasure began is deleted, not linked"
     ),
+    ("ChatFunction", "dynamodb:PutItem", f"{_TABLE}UsageTable"): (
+        "a finished day's counters are put apart by the first turn of a later day"
+    ),
+    ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}UsageTable"): (
+        "the counters are read again only when another turn started the day first"
+    ),
+    ("WsStreamFunction", "dynamodb:PutItem", f"{_TABLE}UsageTable"): (
+        "a finished day's counters are put apart by the first turn of a later day"
+    ),
+    ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}UsageTable"): (
+        "the counters are read again only when another turn started the day first"
+    ),
+    ("WorkerFunction", "dynamodb:UpdateItem", f"{_TABLE}UsageTable"): (
+        "jobs count model calls only when MODEL_PROVIDER=bedrock (the offline extractor"
+        " and summariser call no model)"
+    ),
     ("MaintenanceFunction", "dynamodb:DeleteItem", f"{_TABLE}SessionsTable"): (
         "prune-sessions deletes a session only once idle for SESSION_IDLE_SECONDS (24 h)"
     ),

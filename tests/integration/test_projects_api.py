@@ -24,7 +24,12 @@ def test_creator_becomes_owner_and_sees_project_in_list(alice: Api) -> None:
     assert [p["id"] for p in listed.body["projects"]] == [created.body["id"]]
     members = alice.get(f"/projects/{created.body['id']}/members")
     assert members.body["members"] == [
-        {"userId": alice.sub, "role": "owner", "addedAt": members.body["members"][0]["addedAt"]}
+        {
+            "userId": alice.sub,
+            "role": "owner",
+            "addedAt": members.body["members"][0]["addedAt"],
+            "budget": None,
+        }
     ]
 
 

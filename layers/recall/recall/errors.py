@@ -48,6 +48,13 @@ class Throttled(DomainError):
     code = "throttled"
 
 
+class BudgetExceeded(Throttled):
+    """A turn past the caller's budget, refused before the model; ``retry_after`` is when
+    the period resets."""
+
+    code = "budget_exceeded"
+
+
 class Unavailable(DomainError):
     """A dependency failed transiently and its retries ran out; nothing was saved, so the
     same request may be sent again."""

@@ -23,12 +23,18 @@ class Settings(BaseSettings):
     memories_table: str = "recall-memories"
     idempotency_table: str = "recall-idempotency"
     imports_table: str = "recall-imports"
+    usage_table: str = "recall-usage"
 
     # Projects
     project_name_max_chars: int = 120
     project_context_max_attributes: int = 20
     project_context_value_max_chars: int = 500
     projects_page_max: int = 100
+
+    # Usage and budgets: counters are kept this long after their day or month ends. The
+    # highest budget an owner may set, per limit (tokens or turns).
+    usage_kept_days: int = 400
+    budget_max: int = 1_000_000_000_000
 
     # Presets (NextChat's masks): per project, each with ordered context prompts and
     # settings. A thread keeps a copy of its preset's, so they bound the thread item too.

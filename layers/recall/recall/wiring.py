@@ -21,6 +21,7 @@ from recall.store.presets import PresetStore
 from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore
 from recall.store.turns import TurnStore
+from recall.store.usage import UsageStore
 
 if TYPE_CHECKING:
     from recall.api.connections import LinkChoice
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from recall.services.projects import ProjectService
     from recall.services.summaries import Summarizer
     from recall.services.turn_context import TurnContextLoader
+    from recall.services.usage import UsageService
 
 
 class ModelChoice:
@@ -130,6 +132,11 @@ def memory_upkeep() -> MemoryUpkeep:
 
 
 @lru_cache(maxsize=1)
+def usage_store() -> UsageStore:
+    return UsageStore(get_settings())
+
+
+@lru_cache(maxsize=1)
 def preset_store() -> PresetStore:
     return PresetStore(get_settings(), project_store())
 
@@ -139,6 +146,13 @@ def preset_service() -> PresetService:
     from recall.services.presets import PresetService
 
     return PresetService(get_settings(), project_access(), preset_store())
+
+
+@lru_cache(maxsize=1)
+def usage_service() -> UsageService:
+    from recall.services.usage import UsageService
+
+    return UsageService(get_settings(), project_access(), project_store(), usage_store())
 
 
 @lru_cache(maxsize=1)
@@ -186,6 +200,7 @@ def erasure_service() -> ErasureService:
         job_queue(),
         export_store(),
         preset_store(),
+        usage_store(),
     )
 
 
@@ -215,7 +230,9 @@ def memory_service() -> MemoryService:
 
 @lru_cache(maxsize=1)
 def turn_store() -> TurnStore:
-    return TurnStore(project_store(), conversation_store(), message_store(), memory_upkeep())
+    return TurnStore(
+        project_store(), conversation_store(), message_store(), memory_upkeep(), usage_store()
+    )
 
 
 @lru_cache(maxsize=1)
@@ -303,6 +320,7 @@ def job_runner() -> JobRunner:
     from recall.services.extraction import ExtractionService
     from recall.services.jobs import JobRunner
     from recall.services.summaries import SummaryService
+    from recall.services.usage import JobSpend
 
     settings = get_settings()
     return JobRunner(
@@ -314,8 +332,15 @@ def job_runner() -> JobRunner:
             memory_upkeep(),
             _extractor(),
             project_store(),
+            JobSpend(usage_store()),
         ),
-        SummaryService(settings, conversation_store(), message_store(), _summarizer()),
+        SummaryService(
+            settings,
+            conversation_store(),
+            message_store(),
+            _summarizer(),
+            JobSpend(usage_store()),
+        ),
         consolidation_service(),
         erasure_service(),
         data_service(),

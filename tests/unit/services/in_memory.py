@@ -577,6 +577,7 @@ class InMemoryTurns:
         project_id: str,
         conversation_id: str | None,
         preset_id: str | None = None,
+        now: datetime | None = None,
     ) -> TurnReads:
         self.reads.append(conversation_id)
         conversation = None

@@ -66,7 +66,8 @@ WHY: dict[int, str] = {
     415: "A body that is not sent as application/json.",
     422: "Some fields are not valid; `details` names them.",
     429: "DynamoDB is throttling (ErrorBody, with `Retry-After`), or API Gateway's route "
-    "throttling (GatewayMessage); try again shortly.",
+    "throttling (GatewayMessage); try again shortly. On a chat turn, also the caller's "
+    "budget reached (`budget_exceeded`, `Retry-After` until the period resets).",
     502: "The model rejected or failed the turn; the turn's messages are saved.",
     503: "DynamoDB kept failing past its retries (`unavailable`, nothing saved), or, on a "
     "chat turn, the model is throttled or unavailable (the turn's messages are saved); "
@@ -114,6 +115,8 @@ ROUTES: dict[str, Contract] = {
     # 204 once everything is erased; 202 when the worker finishes it (ERASE_ITEMS_PER_RUN).
     "DELETE /projects/{projectId}/me": Contract(_ERASED, (403, 409)),
     "DELETE /projects/{projectId}": Contract(_ERASED, (403, 409)),
+    "PUT /projects/{projectId}/members/{userId}/budget": Contract(_OK, (403, 404, 422)),
+    "GET /projects/{projectId}/usage": Contract(_OK, (403, 422)),
     "GET /projects/{projectId}/presets": Contract(_OK, (403,)),
     # 409: the project has PRESETS_MAX presets already.
     "POST /projects/{projectId}/presets": Contract(_CREATED, (403, 409, 422)),

@@ -14,6 +14,7 @@ from recall.domain.messages import Message
 from recall.domain.presets import ThreadSettings
 from recall.domain.projects import Member, Project
 from recall.domain.prompt import Usage
+from recall.domain.usage import Budget
 
 ContextValue = str | int | float | bool
 
@@ -135,14 +136,35 @@ class SetMemberRequest(Body):
     role: Role
 
 
+class BudgetView(View):
+    """A member's limits (null: none)."""
+
+    tokens_per_day: int | None = None
+    tokens_per_month: int | None = None
+    turns_per_day: int | None = None
+    turns_per_month: int | None = None
+
+    @classmethod
+    def of(cls, budget: Budget | None) -> BudgetView | None:
+        return cls(**budget.model_dump()) if budget is not None and not budget.empty() else None
+
+
 class MemberView(View):
     user_id: str
     role: Role
     added_at: str
+    budget: BudgetView | None = Field(
+        default=None, description="The member's limits (PUT …/members/{userId}/budget)."
+    )
 
     @classmethod
     def of(cls, member: Member) -> MemberView:
-        return cls(user_id=member.user_id, role=member.role, added_at=member.added_at)
+        return cls(
+            user_id=member.user_id,
+            role=member.role,
+            added_at=member.added_at,
+            budget=BudgetView.of(member.budget),
+        )
 
 
 class ErasureView(View):

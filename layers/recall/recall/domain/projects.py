@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from recall.domain.access import Role
 from recall.domain.memory import shows_something
 from recall.domain.presets import ThreadSettings
+from recall.domain.usage import Budget
 from recall.errors import Invalid
 
 ContextValue = str | int | float | bool
@@ -59,6 +60,7 @@ class Member(BaseModel):
     user_id: str
     role: Role
     added_at: str
+    budget: Budget | None = None
 
 
 def owner_delta(before: Role | None, after: Role | None) -> int:

@@ -23,6 +23,7 @@ from recall.domain.session import next_window
 from recall.domain.turn_events import TurnListener
 from recall.domain.turn_memory import TurnMemory
 from recall.domain.turns import Exchange, checked_message, checked_model, turn_messages
+from recall.domain.usage import Counts
 from recall.errors import Conflict, Invalid, ModelFailed
 from recall.observability import logger, metrics
 from recall.services.followups import TurnFollowUps
@@ -38,6 +39,8 @@ from recall.store.turns import (
     MemoryChanged,
     SavedTurn,
     TurnStore,
+    TurnUsage,
+    UsageChanged,
 )
 
 
@@ -165,6 +168,14 @@ class ChatService:
         conversation, window = loaded.conversation, loaded.window
         user_id, project_id = conversation.user_id, conversation.project_id
         held = loaded.memory
+        counters = loaded.usage
+        # A failed reply is counted by its tokens, not as a turn; memory tools cost nothing.
+        counts = Counts.of(
+            exchange.usage,
+            model_id,
+            turns=0 if exchange.failure is not None else 1,
+            tool_rounds=len(exchange.rounds),
+        )
         idle = timedelta(seconds=settings.session_idle_seconds)
         for attempt in range(settings.turn_retry_max):
             if attempt:
@@ -202,12 +213,17 @@ class ChatService:
                         model_id=model_id,
                         at=at,
                         memory=written,
+                        usage=TurnUsage(counters, counts, now) if counters else None,
                     )
                 )
             except ConversationChanged as changed:
                 logger.info("thread changed during the turn; saving again")
                 conversation = changed.conversation
                 window = self._loader.window(conversation, loaded.settings.window_messages)
+                continue
+            except UsageChanged:
+                logger.info("usage moved to a new day during the turn; counting again")
+                counters = self._turns.usage(user_id, project_id, now)
                 continue
             except MemoryChanged as changed:
                 logger.info(

@@ -31,6 +31,7 @@ from recall.store.messages import MessageStore
 from recall.store.presets import PresetStore
 from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore
+from recall.store.usage import UsageStore
 
 LAST_OWNER = (
     "You are this project's last owner: make someone else an owner first, or delete the project."
@@ -51,6 +52,7 @@ class ErasureService:
         queue: JobQueue,
         exports: ExportStore,
         presets: PresetStore,
+        usage: UsageStore,
     ) -> None:
         self._budget = settings.erase_items_per_run
         self._projects = projects
@@ -63,6 +65,7 @@ class ErasureService:
         self._queue = queue
         self._exports = exports
         self._presets = presets
+        self._usage = usage
 
     def erase_me(self, user_id: str, project_id: str) -> bool:
         """Erase everything of the caller in the project and their membership: ``True``
@@ -146,8 +149,11 @@ class ErasureService:
             left = self._member_data(user_id, project_id, left)
             if left < 0:
                 return False
-        # Nobody holds a role any more, so no preset is written after these go.
+        # Nobody holds a role any more, so no preset is written after these go, and no
+        # job counts its model calls once the members' data (what jobs read) is gone.
         self._presets.erase(project_id)
+        if self._usage.erase_jobs(project_id, max(1, left)) >= max(1, left):
+            return False
         self._projects.end_project_erasure(project_id)
         logger.info("project deleted", extra={"project_id": project_id})
         return True
@@ -175,7 +181,12 @@ class ErasureService:
                 left -= 2
                 if left <= 0:
                     return -1
-        for erase in (self._memories.erase, self._records.erase, self._exports.erase):
+        for erase in (
+            self._memories.erase,
+            self._records.erase,
+            self._exports.erase,
+            self._usage.erase,
+        ):
             left -= erase(user_id, project_id, left)
             if left <= 0:
                 return -1

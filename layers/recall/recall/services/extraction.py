@@ -5,6 +5,7 @@ and project only once the thread is long enough, and at most once per cooldown (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -24,8 +25,10 @@ from recall.domain.memory import Category, MemoryEntry, Source, check_key, check
 from recall.domain.memory_proposals import propose_memories
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
+from recall.domain.usage import Counts
 from recall.errors import Forbidden, Invalid
 from recall.observability import logger, metrics
+from recall.services.usage import JobSpend
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.memories import MemoryStore
@@ -35,7 +38,11 @@ from recall.store.projects import ProjectStore
 
 
 class MemoryExtractor(Protocol):
-    def propose(self, messages: list[Message]) -> list[MemoryEntry]: ...
+    def propose(
+        self, messages: list[Message], spent: Callable[[Counts], None] | None = None
+    ) -> list[MemoryEntry]:
+        """``spent`` hears what each model call cost."""
+        ...
 
 
 def _candidate(key: str, value: str, category: Category, confidence: float) -> MemoryEntry:
@@ -51,7 +58,9 @@ def _candidate(key: str, value: str, category: Category, confidence: float) -> M
 class RuleExtractor:
     """Offline: the classifier the offline chat model also uses, over the user's words."""
 
-    def propose(self, messages: list[Message]) -> list[MemoryEntry]:
+    def propose(
+        self, messages: list[Message], spent: Callable[[Counts], None] | None = None
+    ) -> list[MemoryEntry]:
         return [
             _candidate(proposal.key, proposal.value, proposal.category, proposal.confidence)
             for message in messages
@@ -95,7 +104,9 @@ class ModelExtractor:
         self._max_tokens = max_tokens
         self._value_max_chars = value_max_chars
 
-    def propose(self, messages: list[Message]) -> list[MemoryEntry]:
+    def propose(
+        self, messages: list[Message], spent: Callable[[Counts], None] | None = None
+    ) -> list[MemoryEntry]:
         transcript = "\n".join(f"{m.role}: {' '.join(m.content.split())}" for m in messages)
         request = ModelRequest(
             model_id=self._model_id,
@@ -115,6 +126,8 @@ class ModelExtractor:
             temperature=0.0,
         )
         reply = self._provider.converse(request)
+        if spent is not None:
+            spent(Counts.of(reply.usage, self._model_id))
         calls = [call for call in reply.tool_calls if call.name == RECORD_MEMORIES]
         if not calls:
             logger.warning("extraction answered without its tool")
@@ -166,6 +179,7 @@ class ExtractionService:
         upkeep: MemoryUpkeep,
         extractor: MemoryExtractor,
         projects: ProjectStore | None = None,
+        spend: JobSpend | None = None,
     ) -> None:
         self._settings = settings
         self._conversations = conversations
@@ -174,6 +188,7 @@ class ExtractionService:
         self._upkeep = upkeep
         self._extractor = extractor
         self._projects = projects
+        self._spend = spend
 
     def run(self, job: ExtractJob, now: datetime) -> ExtractionReport:
         """With ``projects``, every write checks the user is still a member, so a job
@@ -201,7 +216,10 @@ class ExtractionService:
         )
         stored, _ = self._memories.active(job.user_id, job.project_id, None, now)
         decisions = decide_extraction(
-            self._extractor.propose(recent),
+            self._extractor.propose(
+                recent,
+                self._spend.meter(job.project_id, "extraction", now) if self._spend else None,
+            ),
             stored,
             min_confidence=settings.extract_min_confidence,
             max_new=settings.extract_max_new,

@@ -5,6 +5,7 @@ context starts a new summary."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -14,14 +15,23 @@ from recall.domain.messages import Message
 from recall.domain.prompt import ModelProvider
 from recall.domain.summary import RollingSummary, fold, summary_from_reply, uncovered
 from recall.domain.summary_prompt import summary_prompt
+from recall.domain.usage import Counts
 from recall.observability import logger
+from recall.services.usage import JobSpend
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.messages import MessageStore
 
 
 class Summarizer(Protocol):
-    def fold(self, summary: RollingSummary, leaving: list[Message]) -> RollingSummary: ...
+    def fold(
+        self,
+        summary: RollingSummary,
+        leaving: list[Message],
+        spent: Callable[[Counts], None] | None = None,
+    ) -> RollingSummary:
+        """``spent`` hears what each model call cost."""
+        ...
 
 
 class ExtractiveSummarizer:
@@ -31,7 +41,12 @@ class ExtractiveSummarizer:
         self._max_chars = max_chars
         self._point_max_chars = point_max_chars
 
-    def fold(self, summary: RollingSummary, leaving: list[Message]) -> RollingSummary:
+    def fold(
+        self,
+        summary: RollingSummary,
+        leaving: list[Message],
+        spent: Callable[[Counts], None] | None = None,
+    ) -> RollingSummary:
         return fold(summary, leaving, self._max_chars, point_max_chars=self._point_max_chars)
 
 
@@ -52,7 +67,12 @@ class ModelSummarizer:
         self._point_max_chars = point_max_chars
         self._max_tokens = max_tokens
 
-    def fold(self, summary: RollingSummary, leaving: list[Message]) -> RollingSummary:
+    def fold(
+        self,
+        summary: RollingSummary,
+        leaving: list[Message],
+        spent: Callable[[Counts], None] | None = None,
+    ) -> RollingSummary:
         if not uncovered(summary, leaving):
             return summary
         request = summary_prompt(
@@ -64,6 +84,8 @@ class ModelSummarizer:
             temperature=0.0,
         )
         reply = self._provider.converse(request)
+        if spent is not None:
+            spent(Counts.of(reply.usage, self._model_id))
         return summary_from_reply(
             reply, summary, leaving, self._max_chars, point_max_chars=self._point_max_chars
         )
@@ -82,11 +104,13 @@ class SummaryService:
         conversations: ConversationStore,
         messages: MessageStore,
         summarizer: Summarizer,
+        spend: JobSpend | None = None,
     ) -> None:
         self._settings = settings
         self._conversations = conversations
         self._messages = messages
         self._summarizer = summarizer
+        self._spend = spend
 
     def run(self, job: SummarizeJob, now: datetime) -> SummaryReport:
         """Fold what lies between the summary's end (or the clear-context marker) and the
@@ -107,7 +131,11 @@ class SummaryService:
         previous = RollingSummary(
             text=conversation.summary, covers_through=conversation.summary_through
         )
-        folded = self._summarizer.fold(previous, leaving)
+        folded = self._summarizer.fold(
+            previous,
+            leaving,
+            self._spend.meter(conversation.project_id, "summary", now) if self._spend else None,
+        )
         if folded.covers_through is None or folded.covers_through == previous.covers_through:
             return SummaryReport(0, "nothing new left the window")
         if not self._conversations.save_summary(conversation, folded.text, folded.covers_through):

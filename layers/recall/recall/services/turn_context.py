@@ -18,7 +18,10 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
+import math
 from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
 
 from recall.domain import clock
 from recall.domain.access import Role, require
@@ -30,7 +33,9 @@ from recall.domain.messages import Message
 from recall.domain.presets import EffectiveSettings, PresetCopy
 from recall.domain.session import window_of
 from recall.domain.turns import LATEST
-from recall.errors import NotFound
+from recall.domain.usage import MemberUsage, over_budget, refusal_message
+from recall.errors import BudgetExceeded, NotFound
+from recall.observability import metrics
 from recall.services.presets import thread_settings, unknown_preset
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
@@ -48,6 +53,8 @@ class LoadedTurn:
     memory: HeldMemory
     # What the thread runs with: project defaults, its preset, its own overrides.
     settings: EffectiveSettings
+    # The caller's counters for the month, as the turn read them (what it counts over).
+    usage: MemberUsage | None = None
 
 
 class TurnContextLoader:
@@ -152,7 +159,7 @@ class TurnContextLoader:
         thread_id = conversation_id if wellformed else None
         pool = self._pool
         wanted = preset_id if preset_id is not None and is_id(preset_id) else None
-        batch = pool.submit(self._turns.read, user_id, project_id, thread_id, wanted)
+        batch = pool.submit(self._turns.read, user_id, project_id, thread_id, wanted, now)
         if persistent is None:
             persistent = pool.submit(self._memories.held_scope, user_id, project_id, None, now)
         thread = newest = None
@@ -162,6 +169,8 @@ class TurnContextLoader:
         pending: list[Future[Any]] = [batch, persistent]
         wait(pending + ([thread, newest] if thread and newest else []))
         reads = self._checked(batch.result(), conversation_id, wellformed, needed)
+        if needed is Role.EDITOR:
+            _within_budget(reads, now)
         memory = persistent.result()
         page = newest.result() if newest else []
         return reads, memory.merged(thread.result()) if thread else memory, page
@@ -244,7 +253,31 @@ class TurnContextLoader:
             for_thread(context, settings, conversation.preset),
             memory,
             settings,
+            reads.usage,
         )
+
+
+def _within_budget(reads: TurnReads, now: datetime) -> None:
+    """A turn past the caller's budget is refused here, before the model and before a new
+    thread is created, from what the turn's one batched read brought."""
+    if reads.usage is None:
+        return
+    refusal = over_budget(reads.budget, reads.usage, now)
+    if refusal is None:
+        return
+    metrics.add_metric(name="ChatTurnsOverBudget", unit=MetricUnit.Count, value=1)
+    raise BudgetExceeded(
+        refusal_message(refusal),
+        [
+            {
+                "limit": refusal.limit,
+                "used": refusal.used,
+                "budget": refusal.budget,
+                "resetsAt": clock.stamp(refusal.resets_at),
+            }
+        ],
+        retry_after=max(1, math.ceil((refusal.resets_at - now).total_seconds())),
+    )
 
 
 def _behind(newest: list[Message], last_message_id: str | None) -> bool:

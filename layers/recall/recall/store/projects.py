@@ -18,6 +18,7 @@ from recall.domain.access import Role, roles_reaching
 from recall.domain.ids import is_id
 from recall.domain.presets import ThreadSettings
 from recall.domain.projects import ContextValue, Member, Project
+from recall.domain.usage import Budget
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
@@ -113,6 +114,7 @@ class MemberItem(StoredItem):
     user_id: str = Field(alias="memberId")
     role: Role
     added_at: str = ""
+    budget: Budget | None = None
 
     @classmethod
     def of(cls, member: Member) -> MemberItem:
@@ -179,16 +181,64 @@ class ProjectStore:
         transaction it joins lands: a role read earlier may be gone by then."""
         return self._role_condition(project_id, user_id, roles_reaching(needed))
 
-    def read_project_and_role(self, items: list[Item]) -> tuple[Project | None, Role | None]:
+    def read_project_and_role(
+        self, items: list[Item]
+    ) -> tuple[Project | None, Role | None, Budget | None]:
+        """The project, and the caller's role and budget, from their batched read."""
         project: Project | None = None
         role: Role | None = None
+        budget: Budget | None = None
         for item in items:
             values = from_item(item)
             if values["sk"] == PROJECT_SK:
                 project = ProjectItem.model_validate(values).project()
             else:
-                role = MemberItem.model_validate(values).role
-        return project, role
+                member = MemberItem.model_validate(values)
+                role, budget = member.role, member.budget
+        return project, role, budget
+
+    def set_budget(self, project_id: str, user_id: str, budget: Budget, caller_id: str) -> Member:
+        """Set (or with an empty ``budget`` clear) a member's budget, only while they are a
+        member and ``caller_id`` is still an owner, both checked by the write."""
+        names = {"#sk": "sk", "#budget": "budget"}
+        values: dict[str, Any] = {}
+        if budget.empty():
+            expression = "REMOVE #budget"
+        else:
+            expression = "SET #budget = :budget"
+            values[":budget"] = to_value(budget.model_dump(by_alias=True, exclude_none=True))
+        condition = "attribute_exists(#sk)"
+        if user_id == caller_id:
+            role_in, role_values = _role_in(frozenset({Role.OWNER}))
+            condition = f"{condition} AND {role_in}"
+            names["#role"] = "role"
+            values.update(role_values)
+        update: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": member_key(project_id, user_id),
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+        }
+        if values:
+            update["ExpressionAttributeValues"] = values
+        items: Any = [{"Update": update}]
+        if user_id != caller_id:
+            items.append(self._caller_check(project_id, caller_id, frozenset({Role.OWNER})))
+        try:
+            self.client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if _failed_at(exc, 1) or (user_id == caller_id and _failed_at(exc, 0)):
+                raise Forbidden(ROLE_LOST) from exc
+            if _failed_at(exc, 0):
+                raise NotFound("No such member.") from exc
+            raise translate(exc) from exc
+        item = self.client.get_item(
+            TableName=self._table, Key=member_key(project_id, user_id), ConsistentRead=True
+        ).get("Item")
+        if item is None:
+            raise NotFound("No such member.")
+        return MemberItem.model_validate(from_item(item)).member()
 
     @property
     def table(self) -> str:
@@ -331,7 +381,7 @@ class ProjectStore:
                     **({"ExpressionAttributeValues": values} if values else {}),
                 }
             }
-        else:
+        elif before is None:
             change = {
                 "Put": {
                     "TableName": self._table,
@@ -339,6 +389,20 @@ class ProjectStore:
                     "ConditionExpression": condition,
                     "ExpressionAttributeNames": names,
                     **({"ExpressionAttributeValues": values} if values else {}),
+                }
+            }
+        else:
+            # An update, not a put: a role change keeps the member's budget.
+            names.update({"#role": "role", "#addedAt": "addedAt"})
+            values.update({":after": to_value(after.value), ":addedAt": to_value(member.added_at)})
+            change = {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": member_key(member.project_id, member.user_id),
+                    "UpdateExpression": "SET #role = :after, #addedAt = :addedAt",
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values,
                 }
             }
         project_update: Any = {

@@ -6,15 +6,18 @@ and reads that transaction's cancellation reasons."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.conversations import Conversation
 from recall.domain.messages import Message
 from recall.domain.presets import Preset
 from recall.domain.projects import Project
+from recall.domain.usage import Budget, Counts, MemberUsage, month_of
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.store.conversations import ConversationStore, conversation_from, conversation_key
 from recall.store.dynamodb import (
@@ -30,6 +33,7 @@ from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.presets import is_preset_item, preset_from, preset_key
 from recall.store.projects import ProjectStore
+from recall.store.usage import UsageStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -44,6 +48,18 @@ class TurnReads:
     conversation: Conversation | None
     # The preset a new thread starts from, read in the same request (None: none asked).
     preset: Preset | None = None
+    # The caller's budget, on their member item, and their counters for the month.
+    budget: Budget | None = None
+    usage: MemberUsage | None = None
+
+
+@dataclass
+class TurnUsage:
+    """What a turn adds to its caller's counters, over the counters the turn read."""
+
+    read: MemberUsage
+    counts: Counts
+    now: datetime
 
 
 @dataclass
@@ -59,6 +75,7 @@ class SavedTurn:
     model_id: str
     at: str
     memory: TurnMemoryWrites | None = None
+    usage: TurnUsage | None = None
 
 
 class ConversationChanged(Conflict):
@@ -69,6 +86,14 @@ class ConversationChanged(Conflict):
     def __init__(self, conversation: Conversation) -> None:
         super().__init__("The conversation changed meanwhile.")
         self.conversation = conversation
+
+
+class UsageChanged(Conflict):
+    """Another turn of the caller's moved their counters to a new day meanwhile: read
+    them again and count again."""
+
+    def __init__(self) -> None:
+        super().__init__("The caller's usage changed meanwhile.")
 
 
 class MemoryChanged(Conflict):
@@ -87,12 +112,14 @@ class TurnStore:
         conversations: ConversationStore,
         messages: MessageStore,
         upkeep: MemoryUpkeep,
+        usage: UsageStore,
         client: DynamoDBClient | None = None,
     ) -> None:
         self._projects = projects
         self._conversations = conversations
         self._messages = messages
         self._upkeep = upkeep
+        self._usage = usage
         self._client = client
 
     @property
@@ -105,14 +132,21 @@ class TurnStore:
         project_id: str,
         conversation_id: str | None,
         preset_id: str | None = None,
+        now: datetime | None = None,
     ) -> TurnReads:
-        """The project, the caller's role and, with a thread, the thread, or with a preset
-        for a new thread, the preset: one request."""
+        """The project, the caller's role and budget, their counters for the month of
+        ``now`` and, with a thread, the thread, or with a preset for a new thread, the
+        preset: one request."""
+        month = month_of(now or clock.now())
         project_keys = self._projects.project_and_role_keys(project_id, user_id)
         if preset_id:
             project_keys.append(preset_key(project_id, preset_id))
         request: dict[str, Any] = {
-            self._projects.table: {"Keys": project_keys, "ConsistentRead": True}
+            self._projects.table: {"Keys": project_keys, "ConsistentRead": True},
+            self._usage.table: {
+                "Keys": [self._usage.month_key(user_id, project_id, month)],
+                "ConsistentRead": True,
+            },
         }
         if conversation_id:
             request[self._conversations.table] = {
@@ -122,16 +156,22 @@ class TurnStore:
         found = batch_get(self.client, request)
         project_items = found.get(self._projects.table, [])
         presets = [item for item in project_items if is_preset_item(from_item(item))]
-        project, role = self._projects.read_project_and_role(
+        project, role, budget = self._projects.read_project_and_role(
             [item for item in project_items if not is_preset_item(from_item(item))]
         )
         conversations = found.get(self._conversations.table, [])
+        counters = found.get(self._usage.table, [])
         return TurnReads(
             project=project,
             role=role,
             conversation=conversation_from(conversations[0]) if conversations else None,
             preset=preset_from(presets[0]) if presets else None,
+            budget=budget,
+            usage=self._usage.member_usage(counters[0] if counters else None, month),
         )
+
+    def usage(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
+        return self._usage.get(user_id, project_id, now)
 
     def save(self, turn: SavedTurn) -> None:
         """Everything a turn saves, in one transaction: its messages, the thread's counters
@@ -185,6 +225,16 @@ class TurnStore:
                 add("memory", item)
             for scope, move in moves.items():
                 add(_count_part(scope), move.update(memory.table))
+        if turn.usage is not None:
+            counted = turn.usage
+            for item in self._usage.turn_writes(
+                conversation.user_id,
+                conversation.project_id,
+                counted.read,
+                counted.counts,
+                counted.now,
+            ):
+                add("usage", item)
         try:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
@@ -204,6 +254,8 @@ class TurnStore:
                 raise Forbidden(
                     "Your role on this project changed: you can no longer chat here."
                 ) from exc
+            if "usage" in failed:
+                raise UsageChanged() from exc
             full = {_scope_of(part) for part in failed if part.startswith(_COUNT)}
             if full or "memory" in failed:
                 raise MemoryChanged(full) from exc

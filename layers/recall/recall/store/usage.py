@@ -1,0 +1,269 @@
+"""The Usage table: what members and background jobs spend on the model.
+
+A member's counters sit under their own ``owner = <userId>#<projectId>``: one item a
+month (``period = M#<YYYY-MM>``) holding the month's counters and the current day's, so a
+turn writes one small item, and one item per finished day (``D#<YYYY-MM-DD>``), written
+by the first turn of the next day in that month. The last day a month item holds stays on
+it. Background jobs count per project under ``owner = <projectId>`` (no ``#``, so never a
+member's): ``M#<month>#<job>`` and ``D#<day>#<job>``. Items expire ``USAGE_KEPT_DAYS``
+after their period.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from recall.domain.usage import Counts, MemberUsage, day_of, month_of
+from recall.settings import Settings
+from recall.store.dynamodb import (
+    Item,
+    batch_get,
+    delete_found,
+    dynamodb_client,
+    from_item,
+    to_item,
+    to_value,
+)
+from recall.store.keys import SEPARATOR, owner_key
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+OWNER = "owner"
+PERIOD = "period"
+MONTH = "M#"
+DAY = "D#"
+EXPIRES = "expiresAt"
+_COUNTERS = {
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "cacheReadTokens": "cache_read_tokens",
+    "cacheWriteTokens": "cache_write_tokens",
+    "turns": "turns",
+    "toolRounds": "tool_rounds",
+}
+_DAY_PREFIX = "day"
+
+
+def _day_name(attribute: str) -> str:
+    return _DAY_PREFIX + attribute[0].upper() + attribute[1:]
+
+
+def counts_from(values: dict[str, Any], prefix: str = "") -> Counts:
+    name = _day_name if prefix else (lambda attribute: attribute)
+    return Counts(
+        **{field: int(values.get(name(attribute), 0)) for attribute, field in _COUNTERS.items()},
+        models=frozenset(values.get(name("models"), set())),
+    )
+
+
+def _values(counts: Counts, prefix: str) -> dict[str, Any]:
+    return {
+        f":{prefix}{n}": to_value(getattr(counts, field))
+        for n, field in enumerate(_COUNTERS.values())
+    }
+
+
+class UsageStore:
+    def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
+        self._table = settings.usage_table
+        self._kept = timedelta(days=settings.usage_kept_days)
+        self._client = client
+
+    @property
+    def client(self) -> DynamoDBClient:
+        return self._client or dynamodb_client()
+
+    @property
+    def table(self) -> str:
+        return self._table
+
+    def month_key(self, user_id: str, project_id: str, month: str) -> Item:
+        return to_item({OWNER: owner_key(user_id, project_id), PERIOD: MONTH + month})
+
+    def member_usage(self, item: Item | None, month: str) -> MemberUsage:
+        if item is None:
+            return MemberUsage(month=month)
+        values = from_item(item)
+        return MemberUsage(
+            month=month,
+            month_counts=counts_from(values),
+            day=values.get("day"),
+            day_counts=counts_from(values, _DAY_PREFIX),
+        )
+
+    def get(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
+        """Strongly consistent: a turn whose count lost a race reads what won."""
+        month = month_of(now)
+        item = self.client.get_item(
+            TableName=self._table,
+            Key=self.month_key(user_id, project_id, month),
+            ConsistentRead=True,
+        ).get("Item")
+        return self.member_usage(item, month)
+
+    def _expires(self, now: datetime) -> int:
+        return int((now + self._kept).timestamp())
+
+    def turn_writes(
+        self, user_id: str, project_id: str, read: MemberUsage, counts: Counts, now: datetime
+    ) -> list[dict[str, Any]]:
+        """A turn's count, for its transaction: one update of the month item over the day it
+        read. On the month's first turn of a later day, the finished day is put apart and
+        the day's counters start from this turn. Refused (the transaction's condition) when
+        another turn moved the day meanwhile: read again and count again."""
+        today, month = day_of(now), month_of(now)
+        key = self.month_key(user_id, project_id, month)
+        names = {f"#c{n}": attribute for n, attribute in enumerate(_COUNTERS)}
+        names.update({f"#d{n}": _day_name(attribute) for n, attribute in enumerate(_COUNTERS)})
+        names.update({"#day": "day", "#models": "models", "#dayModels": "dayModels"})
+        names["#exp"] = EXPIRES
+        values = {
+            **_values(counts, "v"),
+            ":day": to_value(today),
+            ":models": {"SS": sorted(counts.models)},
+            ":exp": to_value(self._expires(now)),
+        }
+        add_month = ", ".join(f"#c{n} :v{n}" for n in range(len(_COUNTERS)))
+        rolled = read.month == month and read.day is not None and read.day != today
+        if rolled:
+            assert read.day is not None
+            set_day = ", ".join(f"#d{n} = :v{n}" for n in range(len(_COUNTERS)))
+            expression = (
+                f"SET #day = :day, #exp = :exp, {set_day}, #dayModels = :models "
+                f"ADD {add_month}, #models :models"
+            )
+            condition = "#day = :before"
+            values[":before"] = to_value(read.day)
+        else:
+            add_day = ", ".join(f"#d{n} :v{n}" for n in range(len(_COUNTERS)))
+            expression = (
+                f"SET #day = :day, #exp = :exp "
+                f"ADD {add_month}, {add_day}, #models :models, #dayModels :models"
+            )
+            condition = "attribute_not_exists(#owner) OR #day = :day"
+            names["#owner"] = OWNER
+        update = {
+            "Update": {
+                "TableName": self._table,
+                "Key": key,
+                "UpdateExpression": expression,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            }
+        }
+        if not rolled:
+            return [update]
+        assert read.day is not None
+        finished = self._counts_item(
+            owner_key(user_id, project_id), DAY + read.day, read.day_counts, now
+        )
+        return [update, {"Put": {"TableName": self._table, "Item": finished}}]
+
+    def _counts_item(self, owner: str, period: str, counts: Counts, now: datetime) -> Item:
+        values: dict[str, Any] = {OWNER: owner, PERIOD: period, EXPIRES: self._expires(now)}
+        values.update({attribute: getattr(counts, f) for attribute, f in _COUNTERS.items()})
+        item = to_item(values)
+        if counts.models:
+            item["models"] = {"SS": sorted(counts.models)}
+        return item
+
+    def count_job(self, project_id: str, job: str, counts: Counts, now: datetime) -> None:
+        """A background job's model call, under the project, by day and by month (one
+        transaction, so the two never disagree)."""
+        names = {f"#c{n}": attribute for n, attribute in enumerate(_COUNTERS)}
+        names.update({"#models": "models", "#exp": EXPIRES})
+        add = ", ".join(f"#c{n} :v{n}" for n in range(len(_COUNTERS)))
+        values = {
+            **_values(counts, "v"),
+            ":exp": to_value(self._expires(now)),
+        }
+        expression = f"SET #exp = :exp ADD {add}"
+        if counts.models:
+            expression += ", #models :models"
+            values[":models"] = {"SS": sorted(counts.models)}
+        else:
+            del names["#models"]
+        periods = (MONTH + month_of(now), DAY + day_of(now))
+        self.client.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": to_item({OWNER: project_id, PERIOD: period + SEPARATOR + job}),
+                        "UpdateExpression": expression,
+                        "ExpressionAttributeNames": names,
+                        "ExpressionAttributeValues": values,
+                    }
+                }
+                for period in periods
+            ]
+        )
+
+    def members(
+        self, project_id: str, user_ids: list[str], day: str | None, month: str
+    ) -> dict[str, Counts]:
+        """Each member's counters for ``day`` (``None``: the whole ``month``), one batched
+        read: a day is on its month item while it is the last the month counted, else on
+        its own item."""
+        keys = []
+        for user_id in user_ids:
+            keys.append(self.month_key(user_id, project_id, month))
+            if day is not None:
+                keys.append(to_item({OWNER: owner_key(user_id, project_id), PERIOD: DAY + day}))
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for chunk in range(0, len(keys), 100):
+            request = {self._table: {"Keys": keys[chunk : chunk + 100], "ConsistentRead": True}}
+            for item in batch_get(self.client, request).get(self._table, []):
+                values = from_item(item)
+                found[(values[OWNER], values[PERIOD])] = values
+        counts: dict[str, Counts] = {}
+        for user_id in user_ids:
+            owner = owner_key(user_id, project_id)
+            kept = found.get((owner, MONTH + month), {})
+            if day is None:
+                counts[user_id] = counts_from(kept)
+            elif kept.get("day") == day:
+                counts[user_id] = counts_from(kept, _DAY_PREFIX)
+            else:
+                counts[user_id] = counts_from(found.get((owner, DAY + day), {}))
+        return counts
+
+    def jobs(self, project_id: str, day: str | None, month: str) -> dict[str, Counts]:
+        """The project's background jobs' counters for ``day`` (or the whole ``month``), by
+        job."""
+        prefix = (DAY + day if day is not None else MONTH + month) + SEPARATOR
+        found: dict[str, Counts] = {}
+        paginator = self.client.get_paginator("query")
+        for page in paginator.paginate(
+            TableName=self._table,
+            KeyConditionExpression="#owner = :owner AND begins_with(#period, :prefix)",
+            ExpressionAttributeNames={"#owner": OWNER, "#period": PERIOD},
+            ExpressionAttributeValues={
+                ":owner": to_value(project_id),
+                ":prefix": to_value(prefix),
+            },
+        ):
+            for item in page["Items"]:
+                values = from_item(item)
+                found[values[PERIOD].removeprefix(prefix)] = counts_from(values)
+        return found
+
+    def erase(self, user_id: str, project_id: str, max_items: int) -> int:
+        """Delete up to ``max_items`` of a member's counters; fewer means none are left."""
+        return self._erase(owner_key(user_id, project_id), max_items)
+
+    def erase_jobs(self, project_id: str, max_items: int) -> int:
+        return self._erase(project_id, max_items)
+
+    def _erase(self, owner: str, max_items: int) -> int:
+        query = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#owner = :owner",
+            "ExpressionAttributeNames": {"#owner": OWNER},
+            "ExpressionAttributeValues": {":owner": to_value(owner)},
+            "ConsistentRead": True,
+        }
+        return delete_found(self.client, query, (OWNER, PERIOD), max_items)
