@@ -24,6 +24,21 @@ def say(page: Page, text: str) -> None:
     expect(page.locator(".message.assistant[data-status]").nth(before)).to_be_visible()
 
 
+def shoot_usage(page: Page) -> None:
+    """The usage section at the top of the side panel, alerts dismissed, on both widths."""
+    for alert in page.locator(".alert button").all():
+        alert.click()
+    to_usage = """panel => { panel.scrollTop += document.getElementById("usage")
+        .getBoundingClientRect().top - panel.getBoundingClientRect().top - 8; }"""
+    page.locator("#side-panel").evaluate(to_usage)
+    shoot(page, "desktop-usage")
+    page.set_viewport_size(PHONE)
+    page.locator("#phone-tabs").get_by_role("button", name="Project").click()
+    page.locator("#side-panel").evaluate(to_usage)
+    shoot(page, "phone-usage")
+    page.set_viewport_size(DESKTOP)
+
+
 def open_project_panel(page: Page) -> None:
     page.get_by_role("tab", name="Project").click()
     expect(page.locator("#usage .usage-mine")).to_be_visible()
@@ -67,6 +82,9 @@ def test_an_owner_sets_a_members_turns_per_day_and_the_next_turn_past_it_is_refu
     project = owner.post("/projects", {"name": "Bakery"}).body["id"]
     member = f"{user}-editor"
     assert owner.put(f"/projects/{project}/members/{member}", {"role": "editor"}).status == 201
+    assert owner.post(f"/projects/{project}/chat", {"message": "Always say rye"}).status == 200
+    mine = {"turnsPerDay": 20, "tokensPerDay": 20_000}
+    assert owner.put(f"/projects/{project}/members/{user}/budget", mine).status == 200
     assert api(member).post(f"/projects/{project}/chat", {"message": "Rye"}).status == 200
     sign_in(page, console, user)
     open_project_panel(page)
@@ -88,14 +106,10 @@ def test_an_owner_sets_a_members_turns_per_day_and_the_next_turn_past_it_is_refu
     # Then
     expect(row).to_contain_text("budget: 2 turns a day")
     members = owner.get(f"/projects/{project}/members").body["members"]
-    assert {m["userId"]: m["budget"] for m in members}[member] == {"turnsPerDay": 2}
-    row.scroll_into_view_if_needed()
-    shoot(page, "desktop-usage")
-    page.set_viewport_size(PHONE)
-    page.locator("#phone-tabs").get_by_role("button", name="Project").click()
-    page.locator("#usage").scroll_into_view_if_needed()
-    shoot(page, "phone-usage")
-    page.set_viewport_size(DESKTOP)
+    budget = {m["userId"]: m["budget"] for m in members}[member]
+    assert {name: limit for name, limit in budget.items() if limit is not None} == {
+        "turnsPerDay": 2
+    }
 
     # Given: the member, in a browser of their own, counting the turns it sends
     context = browser.new_context(viewport=DESKTOP)
@@ -142,6 +156,11 @@ def test_an_owner_sets_a_members_turns_per_day_and_the_next_turn_past_it_is_refu
         context.close()
     assert errors == [], errors
 
+    # When: the owner looks again
+    page.locator("#usage-period").get_by_role("button", name="Today").click()
+    # Then
+    expect(row).to_have_attribute("data-turns", "2")
+    shoot_usage(page)
     # When: the owner clears the budget
     row.get_by_text("Set budget").click()
     row.get_by_role("button", name="No limits").click()

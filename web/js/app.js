@@ -251,7 +251,7 @@ function renderThreads() {
                 onclick: () => openThread(thread.id),
               },
               el("span", { class: "title" }, thread.title || "Untitled"),
-              el("span", { class: "meta" }, `${thread.turnCount} turns · ${when(thread.updatedAt)}`),
+              el("span", { class: "meta" }, `${thread.turnCount} ${thread.turnCount === 1 ? "turn" : "turns"} · ${when(thread.updatedAt)}`),
             ),
           ),
         ),
