@@ -51,13 +51,13 @@ def test_my_usage_today_shows_the_turn_i_just_had_and_the_memory_upkeep(
     api(user).post("/projects", {"name": "Bakery"})
     sign_in(page, console, user)
     # When
-    say(page, "Always keep the header dark")
+    say(page, "Which bread sells best?")
     open_project_panel(page)
     # Then
     mine = page.locator("#usage .usage-mine")
     expect(mine).to_have_attribute("data-turns", "1")
     assert int(mine.get_attribute("data-tokens") or 0) > 0
-    expect(mine.locator('[data-meter="turns"]')).to_contain_text("1")
+    expect(mine.locator('[data-meter="turns"] .meter-words')).to_have_text("1")
     expect(mine.locator('[data-meter="turns"]')).to_contain_text("no budget")
     expect(mine.locator(".usage-split")).to_contain_text("Input")
     expect(mine.locator(".usage-split")).to_contain_text("Cache read")
@@ -96,6 +96,7 @@ def test_an_owner_sets_a_members_turns_per_day_and_the_next_turn_past_it_is_refu
     row.get_by_label("Turns per day").fill("0")
     row.get_by_role("button", name="Save budget").click()
     # Then: its words, and nothing saved
+    expect(row.locator(".error-words")).to_be_visible()
     expect(row.locator(".error-words")).to_contain_text("Not saved:")
     expect(row.locator(".error-words")).to_contain_text("turnsPerDay")
     members = owner.get(f"/projects/{project}/members").body["members"]
