@@ -373,7 +373,7 @@ def test_each_member_exports_only_their_own_and_only_owners_get_the_project(
         (bob.sub, "editor"),
     }
     assert "project" not in theirs or theirs["project"] is None
-    assert (mine["format"], mine["version"], mine["userId"]) == ("recall.export", 1, alice.sub)
+    assert (mine["format"], mine["version"], mine["userId"]) == ("recall.export", 2, alice.sub)
 
 
 def test_someone_elses_import_is_not_found(alice: Api, bob: Api, make_project: MakeProject) -> None:

@@ -56,6 +56,7 @@ def read_lines(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     header, *rest = [json.loads(line) for line in body.decode().splitlines()]
     conversations: list[dict[str, Any]] = []
     memories: list[dict[str, Any]] = []
+    presets: list[dict[str, Any]] = []
     project = None
     for line in rest:
         kind = line.pop("type")
@@ -67,14 +68,17 @@ def read_lines(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
             conversations[-1]["messages"].append(line)
         elif kind == "memory":
             memories.append(line)
+        elif kind == "preset":
+            presets.append(line)
         else:
             assert kind == "project", kind
             project = line
-    return header, {"conversations": conversations, "memories": memories, "project": project}
+    parts = {"conversations": conversations, "memories": memories, "presets": presets}
+    return header, {**parts, "project": project}
 
 
 def parts_of(document: dict[str, Any]) -> dict[str, Any]:
-    return {key: document.get(key) for key in ("conversations", "memories", "project")}
+    return {key: document.get(key) for key in ("conversations", "memories", "presets", "project")}
 
 
 def large_export(api: Api, project: str) -> tuple[dict[str, Any], bytes]:
@@ -87,9 +91,11 @@ def large_export(api: Api, project: str) -> tuple[dict[str, Any], bytes]:
 def test_a_large_export_is_json_lines_behind_a_link_holding_what_the_document_holds(
     alice: Api, make_project: MakeProject, export_settings: Settings
 ) -> None:
-    # Given a project with threads and memory, and its one-document export
+    # Given a project with threads, memory and a preset, and its one-document export
     project = make_project(alice)
     fill(alice, project)
+    preset = {"name": "Voice", "contextPrompts": [{"role": "user", "content": "Be brief."}]}
+    assert alice.post(f"/projects/{project}/presets", preset).status == 201
     whole = alice.get(f"/projects/{project}/export")
     assert whole.status == 200 and whole.body["format"] == "recall.export", whole
     # When the same project is past the threshold
@@ -100,13 +106,14 @@ def test_a_large_export_is_json_lines_behind_a_link_holding_what_the_document_ho
     exported_at = header.pop("exportedAt")
     assert header == {
         "format": "recall.export.jsonl",
-        "version": 1,
+        "version": 2,
         "projectId": project,
         "userId": alice.sub,
     }
     assert parts == parts_of(whole.body)
     assert parts["project"]["members"] == [{"userId": alice.sub, "role": "owner"}]
-    assert link["version"] == 1 and link["bytes"] == len(body)
+    assert [line["name"] for line in parts["presets"]] == ["Voice"]
+    assert link["version"] == 2 and link["bytes"] == len(body)
     assert link["expiresAt"] > exported_at
 
 

@@ -56,9 +56,6 @@ NOT_REACHED_HERE = {
     ("ChatFunction", "bedrock:InvokeModel", _PROFILES): (
         "model ids that name an inference profile (us.…, eu.…) are called through it"
     ),
-    ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}ConversationsTable"): (
-        "a memory tool call in thread scope checks the thread is the caller's"
-    ),
     ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}IdempotencyTable"): (
         "Powertools reads a record itself only when its conditional put did not return it"
     ),
@@ -67,9 +64,6 @@ NOT_REACHED_HERE = {
     ),
     ("WsStreamFunction", "bedrock:InvokeModelWithResponseStream", _PROFILES): (
         "model ids that name an inference profile (us.…, eu.…) are called through it"
-    ),
-    ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}ConversationsTable"): (
-        "a memory tool call in thread scope checks the thread is the caller's"
     ),
     ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}SessionsTable"): (
         "a turn that loses a race on its session re-reads it"

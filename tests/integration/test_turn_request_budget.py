@@ -176,7 +176,11 @@ def test_a_new_thread_from_a_preset_reads_the_preset_in_the_same_round_trip(
     recorder.start()
     reply = alice.post(f"/projects/{project}/chat", {"message": "hello", "presetId": preset})
     assert reply.status == 200
-    assert round_trips(recorder.before_model()) == [["BatchGetItem", "Query"], ["PutItem"]]
+    # (the thread's item and its policy item, which holds the preset's prompts, together)
+    assert round_trips(recorder.before_model()) == [
+        ["BatchGetItem", "Query"],
+        ["TransactWriteItems"],
+    ]
     assert recorder.after_model() == ["TransactWriteItems"]
     # and its later turns carry the preset with the thread: still one round trip
     thread = reply.body["conversation"]["id"]

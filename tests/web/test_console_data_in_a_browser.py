@@ -112,7 +112,7 @@ def test_an_import_shows_its_progress_until_done_and_its_threads_appear(
     )
     # Then
     expect(page.locator("#import-progress")).to_have_text(
-        "Import done: 2 threads, 4 messages, 0 memory entries."
+        "Import done: 2 threads, 4 messages, 0 memory entries, 0 presets."
     )
     for title in ("Launch plan", "Supplier list"):
         expect(page.locator(".thread", has_text=title)).to_have_count(1)

@@ -999,13 +999,13 @@ async function importFile() {
   if (!started) return;
   let status = started;
   while (status && (status.status === "queued" || status.status === "running")) {
-    progress.textContent = `Importing: ${status.threadsDone} of ${status.threadsTotal} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries`;
+    progress.textContent = `Importing: ${status.threadsDone} of ${status.threadsTotal} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets`;
     await new Promise((resolve) => setTimeout(resolve, 1000));
     status = await attempt("follow the import", () => get(projectPath(`/import/${enc(started.id)}`)));
   }
   if (!status) return;
   const errors = (status.errors || []).length ? ` ${status.errors.length} problems: ${status.errors.map((e) => (typeof e === "string" ? e : e.message || JSON.stringify(e))).join("; ")}` : "";
-  progress.textContent = `Import ${status.status}: ${status.threadsDone} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries.${errors}`;
+  progress.textContent = `Import ${status.status}: ${status.threadsDone} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets.${errors}`;
   loadThreads();
   loadMemory();
 }

@@ -218,6 +218,7 @@ def data_service() -> DataService:
         import_store(),
         job_queue(),
         export_store(),
+        preset_store(),
     )
 
 

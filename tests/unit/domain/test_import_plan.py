@@ -11,6 +11,7 @@ import pytest
 
 from recall.domain.imports import ImportLimits, parse_document, plan_import
 from recall.domain.memory import Source
+from recall.domain.presets import PresetLimits, SettingLimits
 from recall.errors import Invalid
 
 NOW = datetime(2025, 6, 2, 12, 0, tzinfo=UTC)
@@ -22,6 +23,14 @@ LIMITS = ImportLimits(
     title_max_chars=80,
     memory_value_max_chars=500,
     chunk_max_bytes=300_000,
+    presets_max=3,
+    preset=PresetLimits(name_max_chars=80, prompts_max=8, prompt_max_chars=2_000),
+    settings=SettingLimits(
+        allowed_models=("model-b",),
+        default_model="model-a",
+        max_tokens_limit=4_096,
+        window_messages_max=100,
+    ),
 )
 
 
@@ -150,3 +159,62 @@ def test_imported_entries_are_imported_under_the_new_thread_and_expired_ones_are
     assert [(m.entry.key, m.entry.source, m.entry.conversation_id) for m in memories] == [
         ("k", Source.IMPORTED, thread_id)
     ]
+
+
+def export_with_presets(*names: str, thread_preset: str = "SRC1") -> dict[str, Any]:
+    at = "2025-06-01T10:00:00Z"
+    return {
+        "format": "recall.export",
+        "version": 2,
+        "exportedAt": at,
+        "projectId": "OLD",
+        "userId": "u",
+        "conversations": [
+            {
+                "id": "T1",
+                "title": "From a preset",
+                "createdAt": at,
+                "updatedAt": at,
+                "preset": {
+                    "presetId": thread_preset,
+                    "name": names[0] if names else "Gone",
+                    "contextPrompts": [{"role": "user", "content": "Be brief."}],
+                    "settings": {"temperature": 0.2},
+                },
+                "settings": {"model": "model-b"},
+                "messages": [{"id": "M1", "role": "user", "content": "hi", "createdAt": at}],
+            }
+        ],
+        "memories": [],
+        "presets": [
+            {"id": f"SRC{n + 1}", "name": name, "createdAt": at, "updatedAt": at}
+            for n, name in enumerate(names)
+        ],
+    }
+
+
+def test_presets_come_first_under_derived_ids_and_their_threads_name_the_new_ones() -> None:
+    first = plan(export_with_presets("Voice", "Editor"))
+    again = plan(export_with_presets("Voice", "Editor"))
+    [chunk] = first.chunks
+    assert [preset.name for preset in chunk.presets] == ["Voice", "Editor"]
+    assert [p.preset_id for p in chunk.presets] == [p.preset_id for p in again.chunks[0].presets]
+    assert {(p.project_id, p.created_by) for p in chunk.presets} == {("P", "u")}
+    conversation = chunk.parts[0].conversation
+    assert conversation is not None and conversation.preset is not None
+    assert conversation.preset.preset_id == chunk.presets[0].preset_id
+    assert conversation.settings is not None and conversation.settings.model == "model-b"
+
+
+def test_a_thread_whose_preset_the_document_lacks_keeps_its_preset_id() -> None:
+    [chunk] = plan(export_with_presets(thread_preset="ELSEWHERE")).chunks
+    conversation = chunk.parts[0].conversation
+    assert conversation is not None and conversation.preset is not None
+    assert conversation.preset.preset_id == "ELSEWHERE"
+    assert [prompt.content for prompt in conversation.preset.context_prompts] == ["Be brief."]
+
+
+def test_more_presets_than_presets_max_are_refused_up_front() -> None:
+    with pytest.raises(Invalid) as refused:
+        plan(export_with_presets("A", "B", "C", "D"))
+    assert refused.value.details == [{"field": "presets", "message": "at most 3 presets"}]

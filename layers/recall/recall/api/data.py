@@ -1,7 +1,9 @@
 """Bodies of the export and import routes. The export's body is the export document itself
-(``recall.domain.imports.ExportDocument``), which an import takes back unchanged."""
+(``recall.domain.exports.ExportDocument``), which an import takes back unchanged."""
 
 from __future__ import annotations
+
+from pydantic import Field
 
 from recall.api.models import View
 from recall.domain.imports import ImportProgress, ImportStatus
@@ -14,6 +16,7 @@ class ImportProgressView(View):
     threads_done: int
     messages_done: int
     memories_done: int
+    presets_done: int = Field(description="The export's presets created in this project.")
     errors: list[str]
     created_at: str
     updated_at: str

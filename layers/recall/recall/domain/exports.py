@@ -3,7 +3,9 @@
 The first line is a header; then one line per conversation (without its messages), one per
 message (naming its conversation) right after it, one per memory entry (with its history)
 and, in an owner's export, one for the project. Each line says what it is in ``type``, so
-a reader takes them one at a time and never needs the whole export in memory. The same
+a reader takes them one at a time and never needs the whole export in memory. Version 2
+added the project's presets (one line each) and each conversation's preset copy and own
+settings; a version 1 document has none of them, and still imports. The same
 parts, put together, are the one-document export (``document``), whose models live here
 too: it is also what an import reads back (``recall.domain.imports``)."""
 
@@ -14,15 +16,18 @@ from dataclasses import dataclass
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from recall.domain.memory import Action, Category, Scope, Source
 from recall.domain.messages import MessageRole, MessageStatus
+from recall.domain.presets import ContextPrompt, Preset, PresetCopy, ThreadSettings
 from recall.domain.prompt import ToolCall, ToolResult, Usage
 
 EXPORT_FORMAT: Literal["recall.export"] = "recall.export"
-EXPORT_VERSION: Literal[1] = 1
+EXPORT_VERSION: Literal[2] = 2
+# What an import reads: every version an export was ever written in.
+ExportVersion = Literal[1, 2]
 
 
 class Wire(BaseModel):
@@ -47,6 +52,74 @@ class ExportedMessage(Wire):
     created_at: str
 
 
+class ExportedPrompt(Wire):
+    role: Literal["user", "assistant"]
+    content: str
+
+    @classmethod
+    def of(cls, prompt: ContextPrompt) -> ExportedPrompt:
+        return cls(role=prompt.role, content=prompt.content)
+
+
+class ExportedSettings(Wire):
+    """One layer's settings; a setting left out follows the layer under it."""
+
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    window_messages: int | None = None
+    use_summary: bool | None = None
+    send_memory: bool | None = None
+
+    @classmethod
+    def of(cls, settings: ThreadSettings) -> ExportedSettings:
+        return cls(**settings.model_dump())
+
+    def settings(self) -> ThreadSettings:
+        return ThreadSettings(**self.model_dump())
+
+
+class ExportedPresetCopy(Wire):
+    """What a thread kept of the preset it started from (``presetId`` names a preset of
+    the exported project: it may name nothing where the thread is imported)."""
+
+    preset_id: str = Field(max_length=64)
+    name: str
+    context_prompts: list[ExportedPrompt] = Field(default_factory=list)
+    settings: ExportedSettings = Field(default_factory=ExportedSettings)
+
+    @classmethod
+    def of(cls, copy: PresetCopy) -> ExportedPresetCopy:
+        return cls(
+            preset_id=copy.preset_id,
+            name=copy.name,
+            context_prompts=[ExportedPrompt.of(prompt) for prompt in copy.context_prompts],
+            settings=ExportedSettings.of(copy.settings),
+        )
+
+
+class ExportedPreset(Wire):
+    """One of the project's presets."""
+
+    id: str = Field(max_length=64)
+    name: str
+    context_prompts: list[ExportedPrompt] = Field(default_factory=list)
+    settings: ExportedSettings = Field(default_factory=ExportedSettings)
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, preset: Preset) -> ExportedPreset:
+        return cls(
+            id=preset.preset_id,
+            name=preset.name,
+            context_prompts=[ExportedPrompt.of(prompt) for prompt in preset.context_prompts],
+            settings=ExportedSettings.of(preset.settings),
+            created_at=preset.created_at,
+            updated_at=preset.updated_at,
+        )
+
+
 class ExportedConversation(Wire):
     id: str = Field(max_length=64)
     title: str
@@ -55,6 +128,9 @@ class ExportedConversation(Wire):
     message_count: int = 0
     created_at: str
     updated_at: str
+    # Since version 2: the preset copy it runs with and its own overrides (None: follows).
+    preset: ExportedPresetCopy | None = None
+    settings: ExportedSettings | None = None
     messages: list[ExportedMessage] = Field(default_factory=list)
 
 
@@ -94,16 +170,29 @@ class ExportedProject(Wire):
 
 
 class ExportDocument(Wire):
-    """Everything one user holds in one project; ``project`` only in an owner's export."""
+    """Everything one user holds in one project, with the project's presets (any reader
+    may read them); ``project`` only in an owner's export."""
 
     format: Literal["recall.export"] = EXPORT_FORMAT
-    version: Literal[1] = EXPORT_VERSION
+    version: ExportVersion = EXPORT_VERSION
     exported_at: str
     project_id: str
     user_id: str
     conversations: list[ExportedConversation]
     memories: list[ExportedMemory]
+    presets: list[ExportedPreset] = Field(default_factory=list)
     project: ExportedProject | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_its_version(self) -> ExportDocument:
+        """Presets and thread settings came with version 2: a version 1 document that
+        carries them says it is something it is not."""
+        if self.version == 1 and (
+            self.presets
+            or any(c.preset is not None or c.settings is not None for c in self.conversations)
+        ):
+            raise ValueError("presets and conversation presets or settings need version 2")
+        return self
 
 
 EXPORT_LINES_FORMAT: Literal["recall.export.jsonl"] = "recall.export.jsonl"
@@ -113,7 +202,7 @@ class ExportHeader(Wire):
     """The first line of a large export."""
 
     format: Literal["recall.export.jsonl"] = EXPORT_LINES_FORMAT
-    version: Literal[1] = EXPORT_VERSION
+    version: Literal[2] = EXPORT_VERSION
     exported_at: str
     project_id: str
     user_id: str
@@ -126,20 +215,22 @@ class ExportLink(Wire):
     """The answer for a large export: where to fetch its JSON Lines, and until when."""
 
     format: Literal["recall.export.jsonl"] = EXPORT_LINES_FORMAT
-    version: Literal[1] = EXPORT_VERSION
+    version: Literal[2] = EXPORT_VERSION
     url: str = Field(description="A pre-signed GET URL of the JSON Lines.")
     expires_at: str = Field(description="When the URL stops working (it may stop sooner).")
     size: int = Field(alias="bytes", description="The JSON Lines' size in bytes.")
 
 
-ExportedPart = ExportedConversation | ExportedMessage | ExportedMemory | ExportedProject
+ExportedPart = (
+    ExportedConversation | ExportedMessage | ExportedMemory | ExportedPreset | ExportedProject
+)
 
 
 @dataclass(frozen=True)
 class ExportRecord:
     """One line's worth of an export; a message knows its conversation."""
 
-    kind: Literal["conversation", "message", "memory", "project"]
+    kind: Literal["conversation", "message", "memory", "preset", "project"]
     part: ExportedPart
     conversation_id: str | None = None
 
@@ -158,6 +249,7 @@ def document(header: ExportHeader, records: Iterable[ExportRecord]) -> ExportDoc
     conversations: dict[str, ExportedConversation] = {}
     messages: dict[str, list[ExportedMessage]] = {}
     memories: list[ExportedMemory] = []
+    presets: list[ExportedPreset] = []
     project: ExportedProject | None = None
     for record in records:
         part = record.part
@@ -167,6 +259,8 @@ def document(header: ExportHeader, records: Iterable[ExportRecord]) -> ExportDoc
             messages.setdefault(record.conversation_id or "", []).append(part)
         elif isinstance(part, ExportedMemory):
             memories.append(part)
+        elif isinstance(part, ExportedPreset):
+            presets.append(part)
         else:
             project = part
     return ExportDocument(
@@ -178,5 +272,6 @@ def document(header: ExportHeader, records: Iterable[ExportRecord]) -> ExportDoc
             for conversation in conversations.values()
         ],
         memories=memories,
+        presets=presets,
         project=project,
     )

@@ -1,7 +1,7 @@
 """Export and import (backfill) of what a user holds in a project, as documents.
 
-Two documents come in: Recall's own export (``format: recall.export``, version 1) and a
-plain list of threads from elsewhere (``format: threads``). Both are checked whole before
+Two documents come in: Recall's own export (``format: recall.export``, version 1 or 2) and
+a plain list of threads from elsewhere (``format: threads``). Both are checked whole before
 anything is written, with errors that name the thread and message index, then cut into
 chunks the worker writes one at a time.
 
@@ -10,6 +10,11 @@ the project and the document's content, so a document sent twice, or a chunk del
 twice, writes the same items again and creates nothing twice. Message ids are ULIDs whose
 time is the message's own ``createdAt`` (never going back within a thread), so imported
 threads keep their order and sort before any later turn.
+
+A version 2 export brings the project's presets too (written before any thread, each only
+where the project has no preset of its name and room for one more) and each thread's
+preset copy and settings: the thread runs as it did, whether or not its ``presetId`` names
+a preset here.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from recall.domain.conversations import DEFAULT_TITLE, Conversation
 from recall.domain.exports import (
     ExportDocument,
     ExportedMessage,
+    ExportedPrompt,
+    ExportedSettings,
     Wire,
 )
 from recall.domain.ids import encode
@@ -40,6 +47,17 @@ from recall.domain.memory import (
     check_value,
 )
 from recall.domain.messages import Message
+from recall.domain.presets import (
+    ContextPrompt,
+    Preset,
+    PresetCopy,
+    PresetLimits,
+    SettingLimits,
+    ThreadSettings,
+    checked_preset_name,
+    checked_prompts,
+    checked_settings,
+)
 from recall.errors import Invalid
 
 # The plain threads format
@@ -75,6 +93,9 @@ class ImportLimits(BaseModel):
     title_max_chars: int
     memory_value_max_chars: int
     chunk_max_bytes: int
+    presets_max: int
+    preset: PresetLimits
+    settings: SettingLimits
 
 
 # What the worker writes
@@ -96,9 +117,11 @@ class ImportedMemory(BaseModel):
 
 
 class Chunk(BaseModel):
-    """What one worker job writes: well under DynamoDB's 400 KB item."""
+    """What one worker job writes: well under DynamoDB's 400 KB item. Presets come first
+    in the first chunks, so a thread's ``presetId`` may already name one when it lands."""
 
     number: int
+    presets: list[Preset] = Field(default_factory=list)
     parts: list[ThreadPart] = Field(default_factory=list)
     memories: list[ImportedMemory] = Field(default_factory=list)
 
@@ -129,6 +152,7 @@ class ImportProgress(BaseModel):
     threads_done: int = 0
     messages_done: int = 0
     memories_done: int = 0
+    presets_done: int = 0
     errors: list[str] = Field(default_factory=list)
     created_at: str
     updated_at: str
@@ -229,6 +253,91 @@ class _Thread(BaseModel):
     created_at: str
     updated_at: str
     messages: list[Message]
+    preset: PresetCopy | None = None
+    settings: ThreadSettings | None = None
+
+
+def _found(problems: _Problems, where: str, exc: Invalid) -> None:
+    """A check's errors, each field put under ``where`` in the document."""
+    for detail in exc.details or [{"field": "", "message": exc.message}]:
+        field = str(detail.get("field", ""))
+        problems.add(".".join(part for part in (where, field) if part), str(detail["message"]))
+
+
+def _prompts(
+    sent: list[ExportedPrompt], where: str, limits: ImportLimits, problems: _Problems
+) -> list[ContextPrompt]:
+    prompts = [ContextPrompt(role=prompt.role, content=prompt.content) for prompt in sent]
+    try:
+        return checked_prompts(prompts, limits.preset)
+    except Invalid as exc:
+        _found(problems, where, exc)
+        return []
+
+
+def _name(name: str, where: str, limits: ImportLimits, problems: _Problems) -> str:
+    try:
+        return checked_preset_name(name, limits.preset.name_max_chars)
+    except Invalid as exc:
+        _found(problems, where, exc)
+        return name
+
+
+def _settings(
+    sent: ExportedSettings, where: str, limits: ImportLimits, problems: _Problems
+) -> ThreadSettings:
+    """Settings held to this deployment's bounds (a model it does not allow is refused)."""
+    try:
+        return checked_settings(sent.settings(), limits.settings, where)
+    except Invalid as exc:
+        _found(problems, "", exc)
+        return ThreadSettings()
+
+
+def _checked_presets(
+    document: ExportDocument, limits: ImportLimits, now: datetime, problems: _Problems
+) -> list[tuple[str, Preset]]:
+    """The document's presets, checked as a preset made here is, each with its exported
+    id (given its new one by ``plan_import``)."""
+    if len(document.presets) > limits.presets_max:
+        problems.add("presets", f"at most {limits.presets_max} presets")
+        return []
+    presets = []
+    for index, sent in enumerate(document.presets):
+        where = f"presets.{index}"
+        created = _stamp_of(sent.created_at, f"{where}.createdAt", now, problems)
+        updated = _stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
+        if not (created and updated):
+            continue
+        preset = Preset(
+            project_id="",
+            preset_id="",
+            name=_name(sent.name, where, limits, problems),
+            context_prompts=_prompts(sent.context_prompts, where, limits, problems),
+            settings=_settings(sent.settings, f"{where}.settings", limits, problems),
+            created_by="",
+            created_at=created,
+            updated_at=updated,
+        )
+        presets.append((sent.id, preset))
+    return presets
+
+
+def _with_preset_ids(
+    import_id: str, presets: list[tuple[str, Preset]], user_id: str, project_id: str
+) -> list[Preset]:
+    """The presets under ids derived from the import and their place, made by the importer
+    in the target project."""
+    return [
+        preset.model_copy(
+            update={
+                "project_id": project_id,
+                "preset_id": derived_id(_ms(preset.created_at), import_id, "preset", str(index)),
+                "created_by": user_id,
+            }
+        )
+        for index, (_, preset) in enumerate(presets)
+    ]
 
 
 def _checked_messages(
@@ -273,6 +382,18 @@ def _export_threads(
         messages = _checked_messages(where, sent.messages, limits, now, problems)
         if len(sent.title) > limits.title_max_chars:
             problems.add(f"{where}.title", f"at most {limits.title_max_chars} characters")
+        preset = None
+        if sent.preset is not None:
+            copy = sent.preset
+            preset = PresetCopy(
+                preset_id=copy.preset_id,
+                name=_name(copy.name, f"{where}.preset", limits, problems),
+                context_prompts=_prompts(copy.context_prompts, f"{where}.preset", limits, problems),
+                settings=_settings(copy.settings, f"{where}.preset.settings", limits, problems),
+            )
+        settings = None
+        if sent.settings is not None:
+            settings = _settings(sent.settings, f"{where}.settings", limits, problems)
         if created and updated:
             threads.append(
                 _Thread(
@@ -283,6 +404,8 @@ def _export_threads(
                     created_at=created,
                     updated_at=updated,
                     messages=messages,
+                    preset=preset,
+                    settings=settings if settings and settings.given() else None,
                 )
             )
     return threads
@@ -373,9 +496,15 @@ def _checked_memories(
 
 
 def _with_ids(
-    import_id: str, index: int, thread: _Thread, user_id: str, project_id: str
+    import_id: str,
+    index: int,
+    thread: _Thread,
+    user_id: str,
+    project_id: str,
+    preset_ids: dict[str, str],
 ) -> tuple[Conversation, list[Message]]:
-    """The thread and its messages under ids derived from the import and their place."""
+    """The thread and its messages under ids derived from the import and their place; its
+    preset copy names the imported preset it came from, if the document brought it."""
     conversation_id = derived_id(_ms(thread.created_at), import_id, str(index))
     messages = []
     at_ms = 0
@@ -396,6 +525,12 @@ def _with_ids(
         turn_count=sum(1 for message in messages if message.role == "user"),
         created_at=thread.created_at,
         updated_at=thread.updated_at,
+        preset=thread.preset.model_copy(
+            update={"preset_id": preset_ids.get(thread.preset.preset_id, thread.preset.preset_id)}
+        )
+        if thread.preset
+        else None,
+        settings=thread.settings,
     )
     return conversation, messages
 
@@ -437,8 +572,17 @@ def plan_import(
         else _plain_threads(document, limits, now, problems)
     )
     import_id = import_id_of(user_id, project_id, document_hash(document))
+    checked = (
+        _checked_presets(document, limits, now, problems)
+        if isinstance(document, ExportDocument)
+        else []
+    )
+    presets = _with_preset_ids(import_id, checked, user_id, project_id)
+    preset_ids = {
+        source: preset.preset_id for (source, _), preset in zip(checked, presets, strict=True)
+    }
     built = [
-        _with_ids(import_id, index, thread, user_id, project_id)
+        _with_ids(import_id, index, thread, user_id, project_id, preset_ids)
         for index, thread in enumerate(threads)
     ]
     thread_ids = {
@@ -454,29 +598,37 @@ def plan_import(
     problems.raise_any()
     return ImportPlan(
         import_id=import_id,
-        chunks=_cut(built, memories, limits.chunk_max_bytes),
+        chunks=_cut(presets, built, memories, limits.chunk_max_bytes),
         threads_total=len(built),
     )
 
 
 def _cut(
+    presets: list[Preset],
     built: list[tuple[Conversation, list[Message]]],
     memories: list[ImportedMemory],
     max_bytes: int,
 ) -> list[Chunk]:
-    """Chunks in document order: a thread's messages may span chunks, and the chunk with
-    its last message creates the thread; memory entries come last, after their threads."""
+    """Chunks in document order: presets first, then threads (a thread's messages may span
+    chunks, and the chunk with its last message creates the thread); memory entries come
+    last, after their threads."""
     chunks: list[Chunk] = []
     current = Chunk(number=0)
     used = 0
 
     def close() -> None:
         nonlocal current, used
-        if current.parts or current.memories:
+        if current.presets or current.parts or current.memories:
             chunks.append(current)
             current = Chunk(number=len(chunks))
             used = 0
 
+    for preset in presets:
+        size = _size(preset)
+        if used + size > max_bytes:
+            close()
+        current.presets.append(preset)
+        used += size
     for index, (conversation, messages) in enumerate(built):
         first = 0
         thread_id = conversation.conversation_id

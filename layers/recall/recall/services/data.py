@@ -20,7 +20,10 @@ from recall.domain.exports import (
     ExportedMember,
     ExportedMemory,
     ExportedMessage,
+    ExportedPreset,
+    ExportedPresetCopy,
     ExportedProject,
+    ExportedSettings,
     ExportHeader,
     ExportLink,
     ExportRecord,
@@ -37,9 +40,11 @@ from recall.domain.imports import (
 )
 from recall.domain.jobs import ImportJob
 from recall.domain.memory import is_active
+from recall.domain.presets import Preset
 from recall.errors import Conflict, Forbidden, NotFound, TooLarge, Unavailable
 from recall.observability import logger
 from recall.services.access import ProjectAccess
+from recall.services.presets import preset_limits, setting_limits
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.exports import ExportStore
@@ -47,6 +52,7 @@ from recall.store.imports import ImportStore
 from recall.store.jobs import JobQueue
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
+from recall.store.presets import PresetStore
 from recall.store.projects import ProjectStore
 
 
@@ -62,6 +68,7 @@ class DataService:
         imports: ImportStore,
         queue: JobQueue,
         exports: ExportStore,
+        presets: PresetStore,
     ) -> None:
         self._settings = settings
         self._access = access
@@ -72,16 +79,18 @@ class DataService:
         self._imports = imports
         self._queue = queue
         self._exports = exports
+        self._presets = presets
 
     # Export
 
     def export(
         self, user_id: str, project_id: str, now: datetime | None = None
     ) -> ExportDocument | ExportLink:
-        """Everything the caller holds in the project; an owner also gets its settings and
-        members. Up to EXPORT_MAX_BYTES it is one document; past it, what was gathered and
-        the rest go to the exports bucket as JSON Lines, and the answer is a link to them,
-        so the data is read once and a long history still comes out whole."""
+        """Everything the caller holds in the project and the project's presets; an owner
+        also gets its settings and members. Up to EXPORT_MAX_BYTES it is one document;
+        past it, what was gathered and the rest go to the exports bucket as JSON Lines, and
+        the answer is a link to them, so the data is read once and a long history still
+        comes out whole."""
         at = now or clock.now()
         role = self._access.require(user_id, project_id, Role.VIEWER)
         header = ExportHeader(exported_at=clock.stamp(at), project_id=project_id, user_id=user_id)
@@ -113,6 +122,12 @@ class DataService:
                     message_count=conversation.message_count,
                     created_at=conversation.created_at,
                     updated_at=conversation.updated_at,
+                    preset=ExportedPresetCopy.of(conversation.preset)
+                    if conversation.preset
+                    else None,
+                    settings=ExportedSettings.of(conversation.settings)
+                    if conversation.settings
+                    else None,
                 ),
             )
             for message in self._messages.every(user_id, project_id, conversation.conversation_id):
@@ -135,6 +150,8 @@ class DataService:
                     ],
                 ),
             )
+        for preset in self._presets.all(project_id):
+            yield ExportRecord("preset", ExportedPreset.of(preset))
         if role == Role.OWNER and (project := self._project(project_id)) is not None:
             yield ExportRecord("project", project)
 
@@ -203,6 +220,9 @@ class DataService:
             title_max_chars=settings.title_max_chars,
             memory_value_max_chars=settings.memory_value_max_chars,
             chunk_max_bytes=settings.import_chunk_max_bytes,
+            presets_max=settings.presets_max,
+            preset=preset_limits(settings),
+            settings=setting_limits(settings),
         )
 
     def start_import(
@@ -264,6 +284,17 @@ class DataService:
         if chunk is None:
             self._imports.fail(progress, f"Chunk {job.chunk} is gone (kept only so long).", now)
             return None
+        presets_done, errors = 0, []
+        for preset in chunk.presets:
+            try:
+                refusal = self._import_preset(preset, user_id)
+            except Forbidden:
+                logger.info("import chunk stopped: its importer may no longer write here")
+                return None
+            if refusal:
+                errors.append(refusal)
+            else:
+                presets_done += 1
         still = self._projects.role_check(project_id, user_id, Role.EDITOR)
         for part in chunk.parts:
             self._messages.add(user_id, project_id, part.conversation_id, part.messages)
@@ -283,7 +314,7 @@ class DataService:
                 )
                 logger.info("import chunk stopped: its importer may no longer write here")
                 return None
-        written, errors = 0, []
+        written = 0
         for memory in chunk.memories:
             records = [
                 (record, history_record_id(job.import_id, memory, number))
@@ -299,9 +330,32 @@ class DataService:
                 written += 1
         if job.chunk + 1 < progress.chunks_total:
             self._queue.send([self._job(progress, job.chunk + 1)])
-        counted = self._imports.chunk_done(progress, chunk, written, errors, now)
+        counted = self._imports.chunk_done(progress, chunk, written, presets_done, errors, now)
         logger.info(
             "import chunk written",
             extra={"chunk": job.chunk, "chunks": progress.chunks_total, "counted": bool(counted)},
         )
         return counted
+
+    def _import_preset(self, preset: Preset, importer_id: str) -> str | None:
+        """Create an imported preset unless the project has one of its name (the
+        project's own is kept: an import never replaces a preset) or is at PRESETS_MAX;
+        why it was not, or ``None``. One an earlier run of the chunk created counts as
+        created."""
+        project_id = preset.project_id
+        if self._presets.get(project_id, preset.preset_id) is not None:
+            return None
+        if any(held.name == preset.name for held in self._presets.all(project_id)):
+            return (
+                f"Preset {preset.name!r} was not imported: the project has a preset of that name."
+            )
+        try:
+            self._presets.create(preset, importer_id)
+        except Conflict:
+            if self._presets.get(project_id, preset.preset_id) is not None:
+                return None
+            return (
+                f"Preset {preset.name!r} was not imported: the project has as many presets "
+                "as PRESETS_MAX allows."
+            )
+        return None

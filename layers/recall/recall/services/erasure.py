@@ -177,8 +177,9 @@ class ErasureService:
                 if left <= 0:
                     return -1
                 self._sessions.delete(user_id, project_id, conversation_id)
+                # the thread's item and its policy item
                 self._conversations.delete(user_id, project_id, conversation_id)
-                left -= 2
+                left -= 3
                 if left <= 0:
                     return -1
         for erase in (

@@ -37,6 +37,14 @@ def setting_limits(settings: Settings) -> SettingLimits:
     )
 
 
+def preset_limits(settings: Settings) -> PresetLimits:
+    return PresetLimits(
+        name_max_chars=settings.preset_name_max_chars,
+        prompts_max=settings.context_prompts_max,
+        prompt_max_chars=settings.context_prompt_max_chars,
+    )
+
+
 def deployment_defaults(settings: Settings) -> EffectiveSettings:
     """The bottom layer: the deployment's own model settings and window."""
     return EffectiveSettings(
@@ -158,8 +166,4 @@ class PresetService:
         return preset
 
     def _limits(self) -> PresetLimits:
-        return PresetLimits(
-            name_max_chars=self._settings.preset_name_max_chars,
-            prompts_max=self._settings.context_prompts_max,
-            prompt_max_chars=self._settings.context_prompt_max_chars,
-        )
+        return preset_limits(self._settings)

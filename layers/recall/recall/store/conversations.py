@@ -1,8 +1,19 @@
-"""The Conversations table: one item per thread under ``owner = <userId>#<projectId>``.
+"""The Conversations table: a thread's item under ``owner = <userId>#<projectId>``, and
+beside it, at ``<conversationId>#policy``, its policy item: its preset copy's context
+prompts and its rolling summary.
+
+Every turn rewrites the thread's item, and DynamoDB bills a write by the larger of the
+item before and after it (twice in a transaction), so what is large and changes rarely
+(up to ``CONTEXT_PROMPTS_MAX`` × ``CONTEXT_PROMPT_MAX_CHARS`` of prompts,
+``SUMMARY_MAX_CHARS`` of summary) lives on the policy item, which only thread creation,
+the summary job and a clear write; reads of one thread take both items together. A thread
+saved before the split keeps its prompts and summary on its own item: they are read from
+there until the policy item has its own (the summary job moves the summary over).
 
 The ``byRecency`` index sorts a caller's threads by ``recency``
 (``L#<updatedAt>#<id>`` live, ``A#…`` archived, ``D#…`` being deleted), so the newest
-page of either list is one query and a thread being deleted drops out of both.
+page of either list is one query and a thread being deleted drops out of both. A policy
+item has no ``recency``, so the index never holds it.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
+    batch_get,
     cancellation_codes,
     decode_cursor,
     dynamodb_client,
@@ -36,13 +48,35 @@ if TYPE_CHECKING:
 BY_RECENCY = "byRecency"
 _LIVE = "attribute_exists(#sk) AND attribute_not_exists(#deleting)"
 _LIVE_NAMES = {"#sk": "conversationId", "#deleting": "deleting"}
+_FAILED = "ConditionalCheckFailed"
 LIVE = "L#"
 ARCHIVED = "A#"
 DELETING = "D#"
 
 
+POLICY_SUFFIX = "#policy"
+# What grows on a thread and changes rarely, kept on its policy item: the preset copy's
+# context prompts (its id, name and settings are small and stay, so lists show them) and
+# the rolling summary.
+PROMPTS = "contextPrompts"
+SUMMARY_FIELDS = {"summary": "summary", "summary_through": "summaryThrough"}
+
+
 def conversation_key(user_id: str, project_id: str, conversation_id: str) -> Item:
     return to_item({"owner": owner_key(user_id, project_id), "conversationId": conversation_id})
+
+
+def policy_key(user_id: str, project_id: str, conversation_id: str) -> Item:
+    """The thread's policy item: ids hold no ``#``, so no thread has this key."""
+    return conversation_key(user_id, project_id, conversation_id + POLICY_SUFFIX)
+
+
+def thread_keys(user_id: str, project_id: str, conversation_id: str) -> list[Item]:
+    """Both items of a thread, for a read that takes it whole."""
+    return [
+        conversation_key(user_id, project_id, conversation_id),
+        policy_key(user_id, project_id, conversation_id),
+    ]
 
 
 def recency(archived: bool, updated_at: str, conversation_id: str) -> str:
@@ -61,6 +95,7 @@ class ConversationItem(Conversation):
 
 
 def conversation_item(conversation: Conversation) -> Item:
+    """The item a turn rewrites: everything but the policy item's fields."""
     record = ConversationItem(
         **conversation.model_dump(),
         owner=owner_key(conversation.user_id, conversation.project_id),
@@ -68,17 +103,67 @@ def conversation_item(conversation: Conversation) -> Item:
             conversation.archived, conversation.updated_at, conversation.conversation_id
         ),
     )
-    return to_item(record.model_dump(by_alias=True, exclude={"user_id", "project_id"}))
+    return to_item(
+        record.model_dump(
+            by_alias=True,
+            exclude={
+                "user_id": True,
+                "project_id": True,
+                **dict.fromkeys(SUMMARY_FIELDS, True),
+                "preset": {"context_prompts": True},
+            },
+        )
+    )
 
 
-def conversation_from(item: Item) -> Conversation | None:
-    """``None`` for a thread that is being deleted: to callers it is already gone."""
+def policy_item(conversation: Conversation) -> Item | None:
+    """The thread's policy item, or ``None`` when it has no context prompts nor summary."""
+    values: dict[str, Any] = {
+        name: value
+        for field, name in SUMMARY_FIELDS.items()
+        if (value := getattr(conversation, field))
+    }
+    preset = conversation.preset
+    if preset is not None and preset.context_prompts:
+        values[PROMPTS] = [prompt.model_dump(by_alias=True) for prompt in preset.context_prompts]
+    if not values:
+        return None
+    return to_item(
+        {
+            "owner": owner_key(conversation.user_id, conversation.project_id),
+            "conversationId": conversation.conversation_id + POLICY_SUFFIX,
+            **values,
+        }
+    )
+
+
+def is_policy(values: dict[str, Any]) -> bool:
+    return str(values["conversationId"]).endswith(POLICY_SUFFIX)
+
+
+def conversation_from(item: Item, policy: Item | None = None) -> Conversation | None:
+    """``None`` for a thread that is being deleted: to callers it is already gone. What
+    its policy item holds wins over what an older item kept itself."""
     values = from_item(item)
     if values.get("deleting"):
         return None
+    if policy is not None:
+        kept = from_item(policy)
+        values.update({name: kept[name] for name in SUMMARY_FIELDS.values() if name in kept})
+        if PROMPTS in kept and values.get("preset"):
+            values["preset"] = {**values["preset"], PROMPTS: kept[PROMPTS]}
     user_id, project_id = owner_parts(values["owner"])
     record = ConversationItem.model_validate({**values, "userId": user_id, "projectId": project_id})
     return Conversation.model_validate(record.model_dump(exclude={"owner", "recency", "deleting"}))
+
+
+def thread_from(items: list[Item]) -> Conversation | None:
+    """The thread from its items as a read found them (either, both or none)."""
+    main = [item for item in items if not is_policy(from_item(item))]
+    policy = [item for item in items if is_policy(from_item(item))]
+    if not main:
+        return None
+    return conversation_from(main[0], policy[0] if policy else None)
 
 
 class ConversationStore:
@@ -95,36 +180,42 @@ class ConversationStore:
         return self._table
 
     def create(self, conversation: Conversation, guard: dict[str, Any] | None = None) -> None:
-        """``guard``, a ``ConditionCheck`` that the caller still holds their role, joins the
-        put: a caller removed or erased since their role was read is Forbidden."""
+        """The thread's item and, with a preset, its policy item, together. ``guard``, a
+        ``ConditionCheck`` that the caller still holds their role, joins the puts: a caller
+        removed or erased since their role was read is Forbidden."""
+        policy = policy_item(conversation)
         try:
-            if guard is None:
-                self.client.put_item(**self.create_request(conversation))
+            if guard is None and policy is None:
+                self.client.put_item(**self._put_new(conversation_item(conversation)))
             else:
-                items: Any = [{"Put": self.create_request(conversation)}, {"ConditionCheck": guard}]
+                items: Any = [{"Put": self._put_new(conversation_item(conversation))}]
+                if policy is not None:
+                    items.append({"Put": self._put_new(policy)})
+                if guard is not None:
+                    items.append({"ConditionCheck": guard})
                 self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
-            if guard is not None and cancellation_codes(exc)[1:] == ["ConditionalCheckFailed"]:
+            codes = cancellation_codes(exc)
+            if guard is not None and codes[-1:] == [_FAILED] and _FAILED not in codes[:-1]:
                 raise Forbidden(
                     "Your role on this project changed: it no longer allows this."
                 ) from exc
             raise translate(exc, "A conversation with this id already exists.") from exc
 
-    def create_request(self, conversation: Conversation) -> dict[str, Any]:
+    def _put_new(self, item: Item) -> dict[str, Any]:
         return {
             "TableName": self._table,
-            "Item": conversation_item(conversation),
+            "Item": item,
             "ConditionExpression": "attribute_not_exists(#sk)",
             "ExpressionAttributeNames": {"#sk": "conversationId"},
         }
 
     def get(self, user_id: str, project_id: str, conversation_id: str) -> Conversation | None:
-        item = self.client.get_item(
-            TableName=self._table,
-            Key=conversation_key(user_id, project_id, conversation_id),
-            ConsistentRead=True,
-        ).get("Item")
-        return conversation_from(item) if item else None
+        """The thread with its policy item: one ``BatchGetItem`` of the two exact keys (the
+        grant for exact keys, ``GetItem``'s batch form, not a Query)."""
+        keys = thread_keys(user_id, project_id, conversation_id)
+        request = {self._table: {"Keys": keys, "ConsistentRead": True}}
+        return thread_from(batch_get(self.client, request).get(self._table, []))
 
     def page(
         self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
@@ -169,7 +260,8 @@ class ConversationStore:
 
     def every(self, user_id: str, project_id: str) -> Iterator[Conversation]:
         """Every thread of the caller, live and archived, oldest first (by id), a page
-        at a time: what an export reads."""
+        at a time: what an export reads. A thread's policy item sorts right after it
+        (``#`` sorts before every id character), perhaps on the next page."""
         pages = self.client.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="#owner = :owner",
@@ -177,8 +269,22 @@ class ConversationStore:
             ExpressionAttributeValues={":owner": to_value(owner_key(user_id, project_id))},
             ConsistentRead=True,
         )
+        held: Item | None = None
         for page in pages:
-            yield from (row for row in map(conversation_from, page["Items"]) if row is not None)
+            for item in page["Items"]:
+                values = from_item(item)
+                if not is_policy(values):
+                    if held is not None and (thread := conversation_from(held)) is not None:
+                        yield thread
+                    held = item
+                    continue
+                thread_id = str(values["conversationId"]).removesuffix(POLICY_SUFFIX)
+                if held is not None and from_item(held)["conversationId"] == thread_id:
+                    if (thread := conversation_from(held, item)) is not None:
+                        yield thread
+                    held = None
+        if held is not None and (thread := conversation_from(held)) is not None:
+            yield thread
 
     def latest(self, user_id: str, project_id: str) -> Conversation | None:
         rows, _ = self.page(user_id, project_id, archived=False, limit=1, cursor=None)
@@ -301,21 +407,30 @@ class ConversationStore:
         self, user_id: str, project_id: str, conversation_id: str, marker: str
     ) -> None:
         """The clear-context marker: later windows start after it, and the rolling summary
-        starts again. A turn racing the clear needs no retry: its messages get their ids as
-        it saves, so they fall after the marker unless the clear came after the save, and
+        starts again (gone from the policy item, and from the thread's item if it is older
+        than the split). A turn racing the clear needs no retry: its messages get their ids
+        as it saves, so they fall after the marker unless the clear came after the save, and
         the window start it writes is read only past the marker."""
-        self._update_live(
-            user_id,
-            project_id,
-            conversation_id,
-            "SET #clearedAfter = :marker REMOVE #summary, #summaryThrough",
-            {
-                "#clearedAfter": "clearedAfter",
-                "#summary": "summary",
-                "#summaryThrough": "summaryThrough",
-            },
-            {":marker": marker},
-        )
+        summary = {"#summary": "summary", "#summaryThrough": "summaryThrough"}
+        thread = {
+            "TableName": self._table,
+            "Key": conversation_key(user_id, project_id, conversation_id),
+            "UpdateExpression": "SET #clearedAfter = :marker REMOVE #summary, #summaryThrough",
+            "ConditionExpression": _LIVE,
+            "ExpressionAttributeNames": {**_LIVE_NAMES, **summary, "#clearedAfter": "clearedAfter"},
+            "ExpressionAttributeValues": {":marker": to_value(marker)},
+        }
+        policy = {
+            "TableName": self._table,
+            "Key": policy_key(user_id, project_id, conversation_id),
+            "UpdateExpression": "REMOVE #summary, #summaryThrough",
+            "ExpressionAttributeNames": summary,
+        }
+        try:
+            items: Any = [{"Update": thread}, {"Update": policy}]
+            self.client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            raise _missing_if_conflict(exc) from exc
 
     def _update_live(
         self,
@@ -340,38 +455,52 @@ class ConversationStore:
             raise _missing_if_conflict(exc) from exc
 
     def save_summary(self, conversation: Conversation, text: str, through: str) -> bool:
-        """The thread's rolling summary, now covering messages up to ``through``, written only
-        over the summary this job read and within the same clear-context period: ``False``
-        when another job or a clear got there first (the next job starts from theirs)."""
-        names = {
-            **_LIVE_NAMES,
-            "#summary": "summary",
-            "#summaryThrough": "summaryThrough",
-            "#clearedAfter": "clearedAfter",
-        }
-        values: dict[str, Any] = {":text": to_value(text), ":through": to_value(through)}
-        conditions = [_LIVE]
+        """The thread's rolling summary, now covering messages up to ``through``, written to
+        its policy item only over the summary this job read and within the same
+        clear-context period: ``False`` when another job or a clear got there first (the
+        next job starts from theirs). The thread's item, checked for the period, drops a
+        summary it kept from before the split, so the policy item's is the only one."""
+        names = {"#summary": "summary", "#summaryThrough": "summaryThrough"}
+        values: dict[str, Any] = {}
         if conversation.summary_through is None:
-            conditions.append("attribute_not_exists(#summaryThrough)")
+            seen = "attribute_not_exists(#summaryThrough)"
         else:
-            conditions.append("#summaryThrough = :seen")
+            # An older thread's summary was on its own item: the policy item has none yet.
+            seen = "(attribute_not_exists(#summaryThrough) OR #summaryThrough = :seen)"
             values[":seen"] = to_value(conversation.summary_through)
+        period = {**_LIVE_NAMES, "#clearedAfter": "clearedAfter"}
         if conversation.cleared_after is None:
-            conditions.append("attribute_not_exists(#clearedAfter)")
+            cleared = "attribute_not_exists(#clearedAfter)"
+            period_values: dict[str, Any] = {}
         else:
-            conditions.append("#clearedAfter = :cleared")
-            values[":cleared"] = to_value(conversation.cleared_after)
+            cleared = "#clearedAfter = :cleared"
+            period_values = {":cleared": to_value(conversation.cleared_after)}
+        owner = (conversation.user_id, conversation.project_id, conversation.conversation_id)
+        thread: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": conversation_key(*owner),
+            "UpdateExpression": "REMOVE #summary, #summaryThrough",
+            "ConditionExpression": f"{_LIVE} AND {cleared} AND {seen}",
+            "ExpressionAttributeNames": {**names, **period},
+            "ExpressionAttributeValues": {**values, **period_values},
+        }
+        policy = {
+            "TableName": self._table,
+            "Key": policy_key(*owner),
+            "UpdateExpression": "SET #summary = :text, #summaryThrough = :through",
+            "ConditionExpression": seen,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {
+                **values,
+                ":text": to_value(text),
+                ":through": to_value(through),
+            },
+        }
+        if not thread["ExpressionAttributeValues"]:
+            del thread["ExpressionAttributeValues"]
         try:
-            self.client.update_item(
-                TableName=self._table,
-                Key=conversation_key(
-                    conversation.user_id, conversation.project_id, conversation.conversation_id
-                ),
-                UpdateExpression="SET #summary = :text, #summaryThrough = :through",
-                ConditionExpression=" AND ".join(conditions),
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
+            items: Any = [{"Update": thread}, {"Update": policy}]
+            self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
             if isinstance(translate(exc), Conflict):
                 return False
@@ -400,13 +529,15 @@ class ConversationStore:
             raise _missing_if_conflict(exc) from exc
 
     def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
-        self.client.delete_item(
-            TableName=self._table, Key=conversation_key(user_id, project_id, conversation_id)
-        )
+        """Both items of the thread, its policy item first: a delete that stops between
+        the two leaves the thread's item, and a retry finds it."""
+        for key in reversed(thread_keys(user_id, project_id, conversation_id)):
+            self.client.delete_item(TableName=self._table, Key=key)
 
     def ids(self, user_id: str, project_id: str, limit: int) -> list[str]:
-        """Up to ``limit`` ids of the caller's threads in the project, live, archived or
-        being deleted alike (an erasure takes them all, a page at a time)."""
+        """The ids of the caller's threads in the project among the first ``limit`` items,
+        live, archived or being deleted alike (an erasure takes them all, a page at a time);
+        a policy item names its thread, so one left alone is found too."""
         result = self.client.query(
             TableName=self._table,
             KeyConditionExpression="#owner = :owner",
@@ -416,7 +547,8 @@ class ConversationStore:
             ConsistentRead=True,
             Limit=limit,
         )
-        return [str(from_item(item)["conversationId"]) for item in result["Items"]]
+        found = (str(from_item(item)["conversationId"]) for item in result["Items"])
+        return list(dict.fromkeys(sort_key.removesuffix(POLICY_SUFFIX) for sort_key in found))
 
 
 def _missing_if_conflict(exc: ClientError) -> Exception:

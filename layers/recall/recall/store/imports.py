@@ -63,6 +63,7 @@ class ProgressItem(StoredItem):
     threads_done: int = 0
     messages_done: int = 0
     memories_done: int = 0
+    presets_done: int = 0
     errors: list[str] = Field(default_factory=list)
     created_at: str
     updated_at: str
@@ -159,6 +160,7 @@ class ImportStore:
         progress: ImportProgress,
         chunk: Chunk,
         memories_done: int,
+        presets_done: int,
         errors: list[str],
         now: datetime,
     ) -> ImportProgress | None:
@@ -169,6 +171,7 @@ class ImportStore:
             "#threads": "threadsDone",
             "#messages": "messagesDone",
             "#memories": "memoriesDone",
+            "#presets": "presetsDone",
             "#status": "status",
             "#updatedAt": "updatedAt",
             "#errors": "errors",
@@ -179,6 +182,7 @@ class ImportStore:
             ":threads": to_value(chunk.thread_count()),
             ":messages": to_value(chunk.message_count()),
             ":memories": to_value(memories_done),
+            ":presets": to_value(presets_done),
             ":running": to_value(ImportStatus.RUNNING.value),
             ":now": to_value(clock.stamp(now)),
             ":errors": to_value(errors[:ERRORS_KEPT]),
@@ -192,7 +196,7 @@ class ImportStore:
                 ),
                 UpdateExpression=(
                     "ADD #done :number, #threads :threads, #messages :messages,"
-                    " #memories :memories"
+                    " #memories :memories, #presets :presets"
                     " SET #status = :running, #updatedAt = :now,"
                     " #errors = list_append(if_not_exists(#errors, :none), :errors)"
                 ),

@@ -19,7 +19,7 @@ from recall.domain.presets import Preset
 from recall.domain.projects import Project
 from recall.domain.usage import Budget, Counts, MemberUsage, month_of
 from recall.errors import Conflict, Forbidden, NotFound
-from recall.store.conversations import ConversationStore, conversation_from, conversation_key
+from recall.store.conversations import ConversationStore, thread_from, thread_keys
 from recall.store.dynamodb import (
     batch_get,
     cancellation_codes,
@@ -150,7 +150,7 @@ class TurnStore:
         }
         if conversation_id:
             request[self._conversations.table] = {
-                "Keys": [conversation_key(user_id, project_id, conversation_id)],
+                "Keys": thread_keys(user_id, project_id, conversation_id),
                 "ConsistentRead": True,
             }
         found = batch_get(self.client, request)
@@ -159,12 +159,11 @@ class TurnStore:
         project, role, budget = self._projects.read_project_and_role(
             [item for item in project_items if not is_preset_item(from_item(item))]
         )
-        conversations = found.get(self._conversations.table, [])
         counters = found.get(self._usage.table, [])
         return TurnReads(
             project=project,
             role=role,
-            conversation=conversation_from(conversations[0]) if conversations else None,
+            conversation=thread_from(found.get(self._conversations.table, [])),
             preset=preset_from(presets[0]) if presets else None,
             budget=budget,
             usage=self._usage.member_usage(counters[0] if counters else None, month),
