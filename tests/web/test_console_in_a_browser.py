@@ -335,6 +335,7 @@ def test_an_owner_renames_the_project_and_manages_members(
     # Then
     expect(page.locator("#project-select")).to_contain_text("Corner Shop EU (owner)")
     expect(bob.locator("select")).to_have_value("editor")
+    expect(page.locator('#usage-members li[data-user="bob"]')).to_contain_text("editor")
     shoot(page, "desktop-project")
     members = api(user).get(f"/projects/{project}/members").body["members"]
     assert {m["userId"]: m["role"] for m in members} == {user: "owner", "bob": "editor"}

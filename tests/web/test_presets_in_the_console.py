@@ -9,10 +9,13 @@ from collections.abc import Callable
 from playwright.sync_api import Page, expect
 import pytest
 
+from recall.settings import Settings
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import sign_in
 
 pytestmark = pytest.mark.e2e
+
+SONNET = Settings().allowed_model_ids[1]  # an allowed model besides the default
 
 
 def test_a_new_chat_from_a_preset_shows_its_prompts_and_its_settings_can_be_overridden(
@@ -64,3 +67,47 @@ def test_a_preset_is_added_from_the_project_panel(
     page.get_by_role("button", name="Save preset").click()
     expect(page.locator("#preset-list")).to_contain_text("Terse (2 prompts)")
     expect(page.get_by_label("Start from preset")).to_contain_text("Terse")
+
+
+def test_the_preset_form_sets_a_model_and_max_tokens_shown_after_a_reload(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given
+    owner = api(user)
+    project = owner.post("/projects", {"name": "Bakery"}).body["id"]
+    sign_in(page, console, user)
+    page.get_by_role("tab", name="Project").click()
+    page.locator("#preset-add summary").click()
+    page.locator("#preset-name").fill("Long form")
+    page.get_by_label("Model id (empty follows the project)").fill("a-model-nobody-serves")
+    page.get_by_label("Max output tokens (empty follows the project)").fill("99999")
+    # When
+    page.get_by_role("button", name="Save preset").click()
+    # Then: the API's words, with the models it allows
+    alert = page.locator(".alert").last
+    expect(alert).to_contain_text("Could not save the preset")
+    expect(alert).to_contain_text("settings.maxTokens: from 1 to")
+    expect(alert).to_contain_text(SONNET)
+    # When: values it allows
+    page.get_by_label("Model id (empty follows the project)").fill(SONNET)
+    page.get_by_label("Max output tokens (empty follows the project)").fill("512")
+    page.get_by_role("button", name="Save preset").click()
+    page.reload()
+    page.wait_for_selector('body[data-ready="console"]')
+    page.get_by_role("tab", name="Project").click()
+    # Then
+    shown = page.locator("#preset-list li", has_text="Long form")
+    expect(shown).to_contain_text(f"model {SONNET} · up to 512 tokens")
+    # When: edited
+    shown.get_by_role("button", name="Edit").click()
+    expect(page.locator("#preset-form-title")).to_have_text("Edit Long form")
+    expect(page.get_by_label("Model id (empty follows the project)")).to_have_value(SONNET)
+    expect(page.get_by_label("Max output tokens (empty follows the project)")).to_have_value("512")
+    page.get_by_label("Max output tokens (empty follows the project)").fill("256")
+    page.get_by_role("button", name="Save preset").click()
+    # Then
+    expect(shown).to_contain_text(f"model {SONNET} · up to 256 tokens")
+    presets = owner.get(f"/projects/{project}/presets").body["presets"]
+    assert [(p["name"], p["settings"]["model"], p["settings"]["maxTokens"]) for p in presets] == [
+        ("Long form", SONNET, 256)
+    ]

@@ -17,7 +17,10 @@ export class ApiError extends Error {
   get words() {
     const fields = this.details
       .filter((detail) => detail.field)
-      .map((detail) => `${detail.field}: ${detail.message || detail.type || "not valid"}`)
+      .map((detail) => {
+        const allowed = Array.isArray(detail.allowed) ? ` (one of ${detail.allowed.join(", ")})` : "";
+        return `${detail.field}: ${detail.message || detail.type || "not valid"}${allowed}`;
+      })
       .filter((words) => !this.message.includes(words.slice(words.indexOf(": ") + 2)));
     const wait = this.retryAfter ? ` Try again in ${this.retryAfter} s.` : "";
     return [this.message, ...fields].join(" — ") + wait;

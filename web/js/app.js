@@ -1,27 +1,11 @@
-// The console: projects, threads, the chat, memory and the model's view, over the API.
-// The DOM is built from text nodes only (never HTML from the API), so nothing a user or
-// the model wrote can run as markup.
+// The console: projects, threads, the chat, memory, the model's view and usage, over the API.
 import { config } from "../config.js";
+import { attempt, showError, showNote } from "./alerts.js";
 import { ApiError, enc, get, request, send } from "./api.js";
+import { $, el, when } from "./dom.js";
 import * as session from "./session.js";
 import { Turns } from "./turns.js";
-
-const $ = (id) => document.getElementById(id);
-
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (name === "class") node.className = value;
-    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
-    else if (name === "dataset") Object.assign(node.dataset, value);
-    else node.setAttribute(name, value === true ? "" : value);
-  }
-  for (const child of children.flat()) {
-    if (child !== null && child !== undefined && child !== false) node.append(child);
-  }
-  return node;
-}
+import { budgetRefusal, loadUsage, wireUsage } from "./usage.js";
 
 const CATEGORIES = ["brand", "preferences", "forbidden", "context", "history"];
 const PERIODS = [
@@ -50,6 +34,7 @@ const state = {
   loadingOlder: false,
   memories: [],
   presets: [],
+  editingPreset: null,
   threshold: config.nudgeThresholdTurns,
   sending: false,
 };
@@ -61,37 +46,7 @@ const turns = new Turns((how) => {
       : "Streaming unavailable: replies arrive whole over HTTP.";
 });
 
-// ---------- words for errors, dialogs ----------
-
-function showError(error, doing) {
-  const words = error instanceof ApiError ? error.words : String(error && error.message ? error.message : error);
-  const alert = el(
-    "div",
-    { class: "alert", dataset: { code: error && error.code ? error.code : "error" } },
-    el("span", {}, doing ? `Could not ${doing}: ${words}` : words),
-    el("button", { type: "button", "aria-label": "Dismiss", onclick: () => alert.remove() }, "×"),
-  );
-  $("alerts").append(alert);
-  while ($("alerts").children.length > 3) $("alerts").firstElementChild.remove();
-  setTimeout(() => alert.remove(), 15000);
-}
-
-function showNote(words) {
-  const note = el("div", { class: "alert note" }, el("span", {}, words),
-    el("button", { type: "button", "aria-label": "Dismiss", onclick: () => note.remove() }, "×"));
-  $("alerts").append(note);
-  setTimeout(() => note.remove(), 6000);
-}
-
-/** Run an action, and say in words what failed; returns undefined on failure. */
-async function attempt(doing, action) {
-  try {
-    return await action();
-  } catch (error) {
-    showError(error, doing);
-    return undefined;
-  }
-}
+// ---------- dialogs ----------
 
 function confirmed(text, action = "Confirm") {
   const dialog = $("confirm");
@@ -118,11 +73,6 @@ function asked(label, value = "") {
       { once: true },
     );
   });
-}
-
-function when(iso) {
-  if (!iso) return "";
-  return new Date(iso).toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
 }
 
 function newKey() {
@@ -215,8 +165,10 @@ async function openProject(project) {
   state.archived = false;
   $("show-archived").checked = false;
   state.presets = [];
+  closePresetForm();
   renderProject();
   newChat();
+  refreshUsage();
   await Promise.all([loadThreads(), loadMemory(), loadPresets()]);
 }
 
@@ -243,6 +195,7 @@ function renderProject() {
   $("export").disabled = noProject;
   $("erase-me").disabled = noProject;
   $("project-name").value = project ? project.name : "";
+  if (noProject) $("usage-view").replaceChildren(el("p", { class: "empty" }, "No project yet."));
 }
 
 async function createProject() {
@@ -298,7 +251,7 @@ function renderThreads() {
                 onclick: () => openThread(thread.id),
               },
               el("span", { class: "title" }, thread.title || "Untitled"),
-              el("span", { class: "meta" }, `${thread.turnCount} turns · ${when(thread.updatedAt)}`),
+              el("span", { class: "meta" }, `${thread.turnCount} ${thread.turnCount === 1 ? "turn" : "turns"} · ${when(thread.updatedAt)}`),
             ),
           ),
         ),
@@ -494,19 +447,29 @@ async function sendTurn(text, retry) {
       loadThreads();
       if ((answer.memoriesSaved || []).length || (answer.memoriesForgotten || []).length) loadMemory();
       if (!$("context-panel").hidden) loadContext();
+      refreshUsage();
     },
     error(error) {
       finished();
       reply.classList.add("failed");
       reply.dataset.status = "failed";
+      reply.dataset.code = error.code || "error";
+      // A budget refusal says what ran out and when it comes back; a retry asks once more.
+      const refusal = budgetRefusal(error);
       reply.append(
-        el("p", { class: "error-words" }, `Failed: ${error.words}`),
+        el("p", { class: "error-words" }, refusal ? `Not sent: ${refusal}` : `Failed: ${error.words}`),
         el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, node: reply }) }, "Retry"),
       );
       scrollToEnd();
       if (state.conversation) loadThreads();
+      refreshUsage();
     },
   });
+}
+
+/** The usage shown again after a turn, when the project panel is open. */
+function refreshUsage() {
+  if (state.project && !$("project-panel").hidden) loadUsage(state.project, state.user);
 }
 
 // ---------- the nudge ----------
@@ -826,13 +789,32 @@ async function loadPresets() {
           el(
             "li",
             { dataset: { preset: preset.id } },
-            el("span", { class: "member" }, `${preset.name} (${preset.contextPrompts.length} prompts)`),
+            el(
+              "span",
+              { class: "member" },
+              `${preset.name} (${preset.contextPrompts.length} ${preset.contextPrompts.length === 1 ? "prompt" : "prompts"})`,
+              el("span", { class: "meta preset-settings" }, presetSettingsWords(preset.settings)),
+            ),
+            el("button", { type: "button", disabled: !editor, onclick: () => editPreset(preset) }, "Edit"),
             el("button", { type: "button", class: "danger", disabled: !editor, onclick: () => deletePreset(preset) }, "Delete"),
           ),
         )
       : [el("li", { class: "empty" }, "No presets yet.")]),
   );
   for (const control of $("preset-form").elements) control.disabled = !editor;
+}
+
+/** What a preset sets itself; the rest follows the project. */
+function presetSettingsWords(settings) {
+  const own = [
+    settings.model ? `model ${settings.model}` : null,
+    settings.maxTokens ? `up to ${settings.maxTokens} tokens` : null,
+    settings.temperature !== null && settings.temperature !== undefined ? `temperature ${settings.temperature}` : null,
+    settings.windowMessages ? `${settings.windowMessages} messages` : null,
+    settings.useSummary === false ? "exact short context" : null,
+    settings.sendMemory === false ? "without project memory" : null,
+  ].filter(Boolean);
+  return own.length ? own.join(" · ") : "follows the project";
 }
 
 function renderPresetPicker() {
@@ -846,7 +828,39 @@ function renderPresetPicker() {
   $("preset-pick").hidden = Boolean(state.conversation) || !state.presets.length || !canEdit();
 }
 
-async function addPreset(event) {
+/** The form filled with a preset's prompts and settings; saving changes that preset. */
+function editPreset(preset) {
+  const shown = (value) => (value === null || value === undefined ? "" : String(value));
+  state.editingPreset = preset.id;
+  $("preset-form-title").textContent = `Edit ${preset.name}`;
+  $("preset-cancel").hidden = false;
+  $("preset-name").value = preset.name;
+  $("preset-prompts").value = preset.contextPrompts.map((prompt) => `${prompt.role}: ${prompt.content}`).join("\n");
+  $("preset-temperature").value = shown(preset.settings.temperature);
+  $("preset-window").value = shown(preset.settings.windowMessages);
+  $("preset-model").value = shown(preset.settings.model);
+  $("preset-max-tokens").value = shown(preset.settings.maxTokens);
+  $("preset-no-summary").checked = preset.settings.useSummary === false;
+  $("preset-no-memory").checked = preset.settings.sendMemory === false;
+  $("preset-add").open = true;
+  $("preset-name").focus();
+}
+
+function closePresetForm() {
+  state.editingPreset = null;
+  $("preset-form").reset();
+  $("preset-form-title").textContent = "Add a preset";
+  $("preset-cancel").hidden = true;
+  $("preset-add").open = false;
+}
+
+/** The models a 422 named as allowed, offered in the model box from then on. */
+function offerModels(error) {
+  const allowed = error instanceof ApiError ? error.details.flatMap((detail) => detail.allowed || []) : [];
+  if (allowed.length) $("preset-models").replaceChildren(...allowed.map((model) => el("option", { value: model })));
+}
+
+async function savePreset(event) {
   event.preventDefault();
   const contextPrompts = [];
   for (const line of $("preset-prompts").value.split("\n")) {
@@ -860,13 +874,21 @@ async function addPreset(event) {
   const settings = {};
   if ($("preset-temperature").value !== "") settings.temperature = Number($("preset-temperature").value);
   if ($("preset-window").value !== "") settings.windowMessages = Number($("preset-window").value);
+  if ($("preset-model").value.trim() !== "") settings.model = $("preset-model").value.trim();
+  if ($("preset-max-tokens").value !== "") settings.maxTokens = Number($("preset-max-tokens").value);
   if ($("preset-no-summary").checked) settings.useSummary = false;
   if ($("preset-no-memory").checked) settings.sendMemory = false;
   const body = { name: $("preset-name").value.trim(), contextPrompts, settings };
-  const created = await attempt("save the preset", () => send("POST", projectPath("/presets"), body));
-  if (!created) return;
-  $("preset-form").reset();
-  $("preset-add").open = false;
+  const editing = state.editingPreset;
+  try {
+    if (editing) await send("PATCH", projectPath(`/presets/${enc(editing)}`), body);
+    else await send("POST", projectPath("/presets"), body);
+  } catch (error) {
+    offerModels(error);
+    showError(error, "save the preset");
+    return;
+  }
+  closePresetForm();
   loadPresets();
 }
 
@@ -882,6 +904,7 @@ async function loadProjectSettings() {
   if (!state.project) return;
   renderProject();
   loadPresets();
+  loadUsage(state.project, state.user);
   const found = await attempt("load the members", () => get(projectPath("/members")));
   if (!found) return;
   const owner = isOwner();
@@ -1058,12 +1081,14 @@ function wire() {
   $("export").addEventListener("click", exportProject);
   $("import-file").addEventListener("change", importFile);
   $("erase-me").addEventListener("click", eraseMe);
-  $("preset-form").addEventListener("submit", addPreset);
+  $("preset-form").addEventListener("submit", savePreset);
+  $("preset-cancel").addEventListener("click", closePresetForm);
   $("thread-settings").addEventListener("submit", (event) => {
     event.preventDefault();
     saveThreadSettings(threadOverrides());
   });
   $("thread-follow").addEventListener("click", () => saveThreadSettings(null));
+  wireUsage(() => state.project && loadUsage(state.project, state.user));
   for (const button of document.querySelectorAll("[data-go]")) {
     button.addEventListener("click", () => go(button.dataset.go));
   }
