@@ -1,11 +1,13 @@
-"""What a cold start costs each HTTP function (``make bench``): a fresh interpreter imports
-the handler module and answers one real request, as a new Lambda instance does, over the
-embedded store. A median of CPU times (like ``turns.import_seconds``), less the bare
+"""What a cold start costs each function (``make bench``): a fresh interpreter imports the
+handler module and answers one real event, as a new Lambda instance does, over the
+embedded store (the WebSocket functions, whose events need API Gateway's connections, are
+left out). A median of CPU times (like ``turns.import_seconds``), less the bare
 interpreter, beside the import alone, both as ratios to ``import boto3`` alone: work moved
 from the import to the first request shows here as no gain."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 import sys
@@ -19,10 +21,12 @@ if str(ROOT / "layers" / "recall") not in sys.path:
 
 from bench.turns import import_seconds  # noqa: E402
 from local import embedded, runtime  # noqa: E402
+from local.background import sqs_event  # noqa: E402
+from recall.domain.jobs import ConsolidateJob, ScheduledJob  # noqa: E402
 
 USER = "bench-cold-user"
 
-# Each function's first request: the one its users send most.
+# Each HTTP function's first request: the one its users send most.
 FIRST_REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "projects": ("GET", "/projects", None),
     "conversations": ("GET", "/projects/{project}/conversations", None),
@@ -30,6 +34,8 @@ FIRST_REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "memories": ("GET", "/projects/{project}/memories", None),
     "data": ("GET", "/projects/{project}/export", None),
 }
+# The scheduled and queued functions: their logical ids, and a job each.
+FIRST_JOBS = {"maintenance": "MaintenanceFunction", "worker": "WorkerFunction"}
 
 # Run in the fresh interpreter: nothing of the bench or of moto is loaded there.
 ANSWER_ONE = """
@@ -48,7 +54,8 @@ class Context:
 
 with open({event!r}) as source:
     reply = app.lambda_handler(json.load(source), Context())
-assert reply["statusCode"] < 300, reply
+assert not isinstance(reply, dict) or reply.get("statusCode", 200) < 300, reply
+assert not isinstance(reply, dict) or not reply.get("batchItemFailures"), reply
 """
 
 
@@ -64,28 +71,41 @@ def cold_starts(functions: list[str] | None = None) -> list[tuple[str, float, fl
         project = json.loads(created["body"])["id"]
         bare = import_seconds("pass")
         rows.append(("boto3 alone", import_seconds("import boto3") - bare, 0.0))
-        for function in functions or sorted(FIRST_REQUESTS):
-            method, path, body = FIRST_REQUESTS[function]
-            path = path.format(project=project)
+        for function in functions or sorted([*FIRST_REQUESTS, *FIRST_JOBS]):
+            logical, sent = first_event(function, project)
             event = Path(scratch) / f"{function}.json"
-            event.write_text(json.dumps(runtime.http_event(method, path, body=body, sub=USER)))
-            found = runtime.match_route(method, path)
-            assert found, f"no route for {method} {path}"
+            event.write_text(json.dumps(sent))
             directory = str(ROOT / "functions" / function)
-            code = ANSWER_ONE.format(
-                directory=directory, function=found[0].function, event=str(event)
-            )
+            code = ANSWER_ONE.format(directory=directory, function=logical, event=str(event))
             imported = f"import sys; sys.path.insert(0, {directory!r}); import app"
-            rows.append(
-                (function, import_seconds(code) - bare, import_seconds(imported) - bare)
-            )
+            rows.append((function, import_seconds(code) - bare, import_seconds(imported) - bare))
     return rows
+
+
+def first_event(function: str, project: str) -> tuple[str, dict[str, Any]]:
+    """The function's logical id and the event of its first invocation."""
+    if function == "maintenance":
+        return FIRST_JOBS[function], {"job": ScheduledJob.CONSOLIDATE.value}
+    if function == "worker":
+        body = ConsolidateJob(user_id=USER, project_id=project).model_dump_json(by_alias=True)
+        message: Any = {
+            "MessageId": "bench-cold-start",
+            "ReceiptHandle": "bench-cold-start",
+            "Body": body,
+            "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # noqa: S324 (SQS's checksum)
+        }
+        return FIRST_JOBS[function], sqs_event([message], "arn:aws:sqs:us-east-1:0:jobs")
+    method, path, body_sent = FIRST_REQUESTS[function]
+    path = path.format(project=project)
+    found = runtime.match_route(method, path)
+    assert found, f"no route for {method} {path}"
+    return found[0].function, runtime.http_event(method, path, body=body_sent, sub=USER)
 
 
 def main() -> int:
     rows = cold_starts(sys.argv[1:] or None)
     boto = rows[0][1]
-    print("Cold start per HTTP function, CPU seconds (ratio to `import boto3` alone)")
+    print("Cold start per function, CPU seconds (ratio to `import boto3` alone)")
     print("| function | import + first request | import alone |")
     print("|---|---|---|")
     print(f"| boto3 alone | {boto:.3f} (1.00) | |")
