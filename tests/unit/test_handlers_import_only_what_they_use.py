@@ -68,26 +68,3 @@ def test_importing_the_projects_function_loads_no_chat_or_import_code() -> None:
     """Only erasing a project reaches the imports' and exports' stores."""
     loaded = imported_by("projects")
     assert {"recall.api.chat", "recall.store.imports", "recall.domain.exports"}.isdisjoint(loaded)
-
-
-# Every API body (a subclass of Body or View), by name, whose validator is built.
-BUILT_BODIES = """[
-    kind.__name__
-    for base in (Body, View)
-    for kind in everything_under(base)
-    if kind.__pydantic_complete__
-]"""
-EVERYTHING_UNDER = """
-from recall.api.models import Body, View
-
-def everything_under(base):
-    for kind in base.__subclasses__():
-        yield kind
-        yield from everything_under(kind)
-"""
-
-
-@pytest.mark.parametrize("handler", ["chat", "projects", "ws_chat"])
-def test_importing_a_function_builds_no_api_body_validator(handler: str) -> None:
-    """A body's validator is built on first use, so a function builds only its own."""
-    assert fresh(importing(handler) + EVERYTHING_UNDER, BUILT_BODIES) == []

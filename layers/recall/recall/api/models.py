@@ -18,18 +18,12 @@ from recall.domain.prompt import Usage
 ContextValue = str | int | float | bool
 
 
-# Each function declares every body at import but uses few: a body's validator is built
-# when first used (``defer_build``), not for every model of the API in every cold start.
-
-
 class Body(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True
-    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
 class View(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
 # Settings (of a project, a preset, a thread)
