@@ -74,8 +74,9 @@ invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 openapi: install ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
 
-bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; prefix reuse; time to first delta; erasure and large export by size; a preset's cost
+bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; cold start per function; prefix reuse; time to first delta; erasure and large export by size; a preset's cost
 	$(PY) -m bench.turns
+	$(PY) -m bench.cold_start
 	$(PY) -m bench.prompt_cache
 	$(PY) -m bench.stream
 	$(PY) -m bench.erase

@@ -59,7 +59,7 @@ def document() -> dict[str, Any]:
         app = runtime.handler_module(function).app
         schema = json.loads(
             app.get_openapi_json_schema(
-                title="Recall", version="1", security_schemes=contract.SECURITY_SCHEMES
+                title="Recall", version="1", security_schemes=contract.security_schemes()
             )
         )
         for path, operations in schema.get("paths", {}).items():

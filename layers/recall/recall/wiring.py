@@ -1,5 +1,5 @@
-"""How a Lambda process puts services together: once, lazily, from the settings. Services
-and providers are imported inside the function that builds them, so each handler loads
+"""How a Lambda process puts services together: once, lazily, from the settings. Services,
+stores and providers are imported inside the function that builds them, so each handler loads
 only what its routes use (a shorter cold start)."""
 
 from __future__ import annotations
@@ -7,24 +7,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from recall.domain.prompt import ModelProvider
 from recall.settings import Settings, get_settings
-from recall.store.conversations import ConversationStore
-from recall.store.exports import ExportStore
-from recall.store.idempotency import IdempotencyRecords
-from recall.store.imports import ImportStore
-from recall.store.jobs import JobQueue
-from recall.store.memories import MemoryStore
-from recall.store.memory_upkeep import MemoryUpkeep
-from recall.store.messages import MessageStore
-from recall.store.presets import PresetStore
-from recall.store.projects import ProjectStore
-from recall.store.sessions import SessionStore
-from recall.store.turns import TurnStore
-from recall.store.usage import UsageStore
 
 if TYPE_CHECKING:
     from recall.api.connections import LinkChoice
+    from recall.domain.prompt import ModelProvider
     from recall.services.access import ProjectAccess
     from recall.services.chat import ChatService
     from recall.services.consolidation import ConsolidationService
@@ -41,6 +28,18 @@ if TYPE_CHECKING:
     from recall.services.summaries import Summarizer
     from recall.services.turn_context import TurnContextLoader
     from recall.services.usage import UsageService
+    from recall.store.conversations import ConversationStore
+    from recall.store.exports import ExportStore
+    from recall.store.imports import ImportStore
+    from recall.store.jobs import JobQueue
+    from recall.store.memories import MemoryStore
+    from recall.store.memory_upkeep import MemoryUpkeep
+    from recall.store.messages import MessageStore
+    from recall.store.presets import PresetStore
+    from recall.store.projects import ProjectStore
+    from recall.store.sessions import SessionStore
+    from recall.store.turns import TurnStore
+    from recall.store.usage import UsageStore
 
 
 class ModelChoice:
@@ -93,51 +92,71 @@ def model_choice() -> ModelChoice:
 
 @lru_cache(maxsize=1)
 def project_store() -> ProjectStore:
+    from recall.store.projects import ProjectStore
+
     return ProjectStore(get_settings())
 
 
 @lru_cache(maxsize=1)
 def conversation_store() -> ConversationStore:
+    from recall.store.conversations import ConversationStore
+
     return ConversationStore(get_settings())
 
 
 @lru_cache(maxsize=1)
 def message_store() -> MessageStore:
+    from recall.store.messages import MessageStore
+
     return MessageStore(get_settings())
 
 
 @lru_cache(maxsize=1)
 def session_store() -> SessionStore:
+    from recall.store.sessions import SessionStore
+
     return SessionStore(get_settings())
 
 
 @lru_cache(maxsize=1)
 def memory_store() -> MemoryStore:
+    from recall.store.memories import MemoryStore
+
     return MemoryStore(get_settings())
 
 
 @lru_cache(maxsize=1)
 def import_store() -> ImportStore:
+    from recall.store.imports import ImportStore
+
     return ImportStore(get_settings())
 
 
 @lru_cache(maxsize=1)
 def export_store() -> ExportStore:
+    from recall.store.exports import ExportStore
+
     return ExportStore(get_settings())
 
 
 @lru_cache(maxsize=1)
 def memory_upkeep() -> MemoryUpkeep:
+    from recall.store.memory_upkeep import MemoryUpkeep
+
     return MemoryUpkeep(get_settings())
 
 
 @lru_cache(maxsize=1)
 def usage_store() -> UsageStore:
+    from recall.store.usage import UsageStore
+
     return UsageStore(get_settings())
 
 
 @lru_cache(maxsize=1)
 def preset_store() -> PresetStore:
+    from recall.store.presets import PresetStore
+
     return PresetStore(get_settings(), project_store())
 
 
@@ -187,6 +206,7 @@ def conversation_service() -> ConversationService:
 @lru_cache(maxsize=1)
 def erasure_service() -> ErasureService:
     from recall.services.erasure import ErasureService
+    from recall.store.idempotency import IdempotencyRecords
 
     return ErasureService(
         get_settings(),
@@ -231,6 +251,8 @@ def memory_service() -> MemoryService:
 
 @lru_cache(maxsize=1)
 def turn_store() -> TurnStore:
+    from recall.store.turns import TurnStore
+
     return TurnStore(
         project_store(), conversation_store(), message_store(), memory_upkeep(), usage_store()
     )
@@ -277,6 +299,8 @@ def context_service() -> ContextService:
 
 @lru_cache(maxsize=1)
 def job_queue() -> JobQueue:
+    from recall.store.jobs import JobQueue
+
     return JobQueue(get_settings())
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -20,9 +20,11 @@ from recall.domain.presets import EffectiveSettings
 from recall.domain.prompt import ModelRequest
 from recall.errors import InProgress, Invalid, ModelFailed
 from recall.observability import logger
-from recall.services.chat import TurnOutcome
 from recall.settings import Settings
 from recall.store.idempotency import persistence_layer
+
+if TYPE_CHECKING:
+    from recall.services.chat import TurnOutcome
 
 
 class ChatRequest(Body):

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import json
 import re
 import time
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -29,9 +29,11 @@ from recall.domain.conversations import Conversation
 from recall.domain.turn_events import ToolOutcome, TurnListener
 from recall.errors import DomainError, Forbidden, Invalid, TooLarge, Unauthenticated
 from recall.observability import logger
-from recall.services.chat import TurnOutcome
 from recall.settings import Settings
 from recall.store.keys import fits_id, fits_user_id
+
+if TYPE_CHECKING:
+    from recall.services.chat import TurnOutcome
 
 REQUEST_ID = r"^[A-Za-z0-9_-]{1,64}$"
 

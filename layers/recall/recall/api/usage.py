@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field, StrictInt
 
 from recall.api.models import Body, BudgetView, View
 from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.usage import Budget, Counts, Period
-from recall.services.usage import UsageReport
+
+if TYPE_CHECKING:
+    from recall.services.usage import UsageReport
 
 
 class BudgetBody(Body):
