@@ -72,6 +72,9 @@ WRITES: dict[str, Callable[[Api, str, Api], Reply]] = {
     "remove a member": lambda actor, project, other: actor.delete(
         f"/projects/{project}/members/{other.sub}"
     ),
+    "set a member's budget": lambda actor, project, other: actor.put(
+        f"/projects/{project}/members/{other.sub}/budget", {"turnsPerDay": 1}
+    ),
     "rename the project": lambda actor, project, other: actor.patch(
         f"/projects/{project}", {"name": "Taken over"}
     ),

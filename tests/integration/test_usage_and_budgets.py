@@ -355,6 +355,10 @@ def test_background_jobs_model_calls_are_counted_per_project(
         assert upkeep["jobs"]["summary"]["calls"] == 0
     assert usage(alice, project, "month")["upkeep"]["total"]["calls"] == 1
     assert usage(alice, other)["upkeep"]["total"]["calls"] == 0
+    # and a later day starts at zero, while the month keeps the call
+    time_at.at += timedelta(days=1)
+    assert usage(alice, project)["upkeep"]["total"]["calls"] == 0
+    assert usage(alice, project, "month")["upkeep"]["total"]["calls"] == 1
 
 
 def test_a_streamed_turn_over_budget_gets_the_http_429_as_an_error_frame(
