@@ -10,7 +10,6 @@ from typing import Any
 
 import boto3
 
-import bench.turns as bench
 from recall.domain.presets import ContextPrompt, PresetCopy
 from recall.settings import get_settings
 from recall.store.conversations import POLICY_SUFFIX, ConversationItem
@@ -18,7 +17,7 @@ from recall.store.dynamodb import from_item, to_item
 from recall.store.keys import owner_key
 from recall.wiring import conversation_store
 from tests.integration.conftest import Api
-from tests.integration.test_turn_request_budget import units_counted
+from tests.integration.test_turn_request_budget import turn_writes
 
 MakeProject = Callable[..., str]
 
@@ -69,20 +68,8 @@ def _summarised(api: Api, project: str, thread: str) -> None:
 
 def _beyond_messages(api: Api, project: str, thread: str, text: str) -> float:
     """A turn's write units beyond its new messages (written twice, in the transaction)."""
-    with units_counted() as recorder:
-        reply = api.post(f"/projects/{project}/chat", {"message": text, "conversationId": thread})
-    assert reply.status == 200, reply
-    messages = get_settings().messages_table
-    new = [
-        action["Put"]["Item"]
-        for sent in recorder.sent
-        if sent.operation == "TransactWriteItems"
-        for action in sent.params["TransactItems"]
-        if "Put" in action and action["Put"]["TableName"] == messages
-    ]
-    assert len(new) == 2
-    units = sum(bench.units_of(sent).write for sent in recorder.sent)
-    return units - 2 * sum(bench.kb(bench.size(item)) for item in new)
+    turn = turn_writes(api, project, thread, text)
+    return turn.units - 2 * turn.floor
 
 
 def test_a_turn_on_a_thread_with_a_large_preset_and_summary_writes_what_a_plain_one_writes(

@@ -286,7 +286,7 @@ def units_counted() -> Iterator[bench.Recorder]:
             events.unregister(event, unique_id=name)
 
 
-def _turn_writes(alice: Api, project: str, thread: str, text: str) -> TurnWrites:
+def turn_writes(alice: Api, project: str, thread: str, text: str) -> TurnWrites:
     with units_counted() as recorder:
         reply = alice.post(f"/projects/{project}/chat", {"message": text, "conversationId": thread})
     assert reply.status == 200, reply
@@ -314,14 +314,14 @@ def test_a_turn_writes_its_new_messages_and_small_counters_however_long_the_thre
         "conversation"
     ]["id"]
     question = "what should the spring menu lead with? " * 14
-    young = _turn_writes(alice, project, thread, question)
+    young = turn_writes(alice, project, thread, question)
     # When the thread grows to a thousand messages and its window fills
     grow_thread(alice.sub or "", project, thread, 1000)
     for n in range(3):
-        _turn_writes(alice, project, thread, f"and then {n}?")
-    old = _turn_writes(alice, project, thread, question)
+        turn_writes(alice, project, thread, f"and then {n}?")
+    old = turn_writes(alice, project, thread, question)
     # and a message four times as long is sent
-    longer = _turn_writes(alice, project, thread, question * 4)
+    longer = turn_writes(alice, project, thread, question * 4)
     try:
         # Then a turn writes at most WRITES_OVER_FLOOR times its new messages
         for turn in (young, old, longer):
