@@ -253,8 +253,15 @@ def test_only_an_owner_sets_a_budget_and_bad_ones_are_422(
         assert reply.status == 422, (bad, reply)
     too_many = alice.put(f"/projects/{project}/members/{bob.sub}/budget", {"tokensPerDay": 10**13})
     assert too_many.status == 422
-    bad_date = alice.get(f"/projects/{project}/usage", query="period=day&date=2026-13-45")
-    assert bad_date.status == 422
+    for period, date in (
+        ("day", "2026-13-45"),
+        ("day", "9999-12-31"),
+        ("month", "9999-12"),
+        ("month", "2026-11-30"),
+        ("day", "%D9%A2%D9%A0%D9%A2%D9%A6-11-30"),
+    ):
+        bad_date = alice.get(f"/projects/{project}/usage", query=f"period={period}&date={date}")
+        assert bad_date.status == 422, (period, date, bad_date)
     bad_period = alice.get(f"/projects/{project}/usage", query="period=week")
     assert bad_period.status == 422
 

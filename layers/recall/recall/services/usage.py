@@ -24,8 +24,10 @@ from recall.store.usage import UsageStore
 # The background jobs that may call the model, each counted apart. Consolidation merges
 # entries by rule and calls no model, so it stays at zero unless that changes.
 JOBS = ("extraction", "summary", "consolidation")
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_MONTH = re.compile(r"\d{4}-\d{2}")
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_MONTH = re.compile(r"[0-9]{4}-[0-9]{2}")
+# Years a period may name: any later, and its reset would be past what a date can hold.
+_YEARS = range(1970, 9999)
 
 
 @dataclass
@@ -128,7 +130,7 @@ def _period(period: Period, date: str | None, now: datetime) -> tuple[str | None
         return (day_of(now) if period == "day" else None), month_of(now), now
     pattern = _DAY if period == "day" else _MONTH
     try:
-        if not pattern.fullmatch(date):
+        if not pattern.fullmatch(date) or int(date[:4]) not in _YEARS:
             raise ValueError(date)
         start = datetime.fromisoformat(date if period == "day" else f"{date}-01").replace(
             tzinfo=now.tzinfo
