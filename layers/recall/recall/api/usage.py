@@ -114,9 +114,7 @@ class UsageReportView(View):
             tokens_limit = budget.tokens_per_day if daily else budget.tokens_per_month
             turns_limit = budget.turns_per_day if daily else budget.turns_per_month
         counts = report.counts
-        total = Counts()
-        for job in report.jobs.values():
-            total = total + job
+        total = sum(report.jobs.values(), Counts())
         return cls(
             project_id=project_id,
             user_id=user_id,

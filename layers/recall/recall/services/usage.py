@@ -9,6 +9,7 @@ from datetime import datetime
 import re
 
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic.alias_generators import to_camel
 
 from recall.domain import clock
 from recall.domain.access import Role
@@ -91,10 +92,9 @@ class UsageService:
         limit = self._settings.budget_max
         for name, value in budget.model_dump().items():
             if value is not None and not 0 < value <= limit:
-                field = "".join(p.capitalize() if i else p for i, p in enumerate(name.split("_")))
                 raise Invalid(
                     f"A budget is a whole number from 1 to {limit:,}.",
-                    [{"field": field, "message": f"1 to {limit}"}],
+                    [{"field": to_camel(name), "message": f"1 to {limit}"}],
                 )
         member = self._projects.set_budget(project_id, member_id, budget, user_id)
         logger.info(

@@ -50,19 +50,28 @@ def _day_name(attribute: str) -> str:
     return _DAY_PREFIX + attribute[0].upper() + attribute[1:]
 
 
-def counts_from(values: dict[str, Any], prefix: str = "") -> Counts:
-    name = _day_name if prefix else (lambda attribute: attribute)
+def counts_from(values: dict[str, Any], day: bool = False) -> Counts:
+    """The month's counters of an item, or with ``day`` the day's (``dayInputTokens``…)."""
+    name = _day_name if day else (lambda attribute: attribute)
     return Counts(
         **{field: int(values.get(name(attribute), 0)) for attribute, field in _COUNTERS.items()},
         models=frozenset(values.get(name("models"), set())),
     )
 
 
-def _values(counts: Counts, prefix: str) -> dict[str, Any]:
+def _values(counts: Counts) -> dict[str, Any]:
     return {
-        f":{prefix}{n}": to_value(getattr(counts, field))
-        for n, field in enumerate(_COUNTERS.values())
+        f":v{n}": to_value(getattr(counts, field)) for n, field in enumerate(_COUNTERS.values())
     }
+
+
+# The expression parts that add a count (``:v<n>``) to the month's (``#c<n>``) or the day's
+# (``#d<n>``) counters, or set the day's to it: the same for every write, built once.
+_MONTH_NAMES = {f"#c{n}": attribute for n, attribute in enumerate(_COUNTERS)}
+_DAY_NAMES = {f"#d{n}": _day_name(attribute) for n, attribute in enumerate(_COUNTERS)}
+_ADD_MONTH = ", ".join(f"{name} :v{n}" for n, name in enumerate(_MONTH_NAMES))
+_ADD_DAY = ", ".join(f"{name} :v{n}" for n, name in enumerate(_DAY_NAMES))
+_SET_DAY = ", ".join(f"{name} = :v{n}" for n, name in enumerate(_DAY_NAMES))
 
 
 class UsageStore:
@@ -90,7 +99,7 @@ class UsageStore:
             month=month,
             month_counts=counts_from(values),
             day=values.get("day"),
-            day_counts=counts_from(values, _DAY_PREFIX),
+            day_counts=counts_from(values, day=True),
         )
 
     def get(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
@@ -114,53 +123,52 @@ class UsageStore:
         the day's counters start from this turn. Refused (the transaction's condition) when
         another turn moved the day meanwhile: read again and count again."""
         today, month = day_of(now), month_of(now)
-        key = self.month_key(user_id, project_id, month)
-        names = {f"#c{n}": attribute for n, attribute in enumerate(_COUNTERS)}
-        names.update({f"#d{n}": _day_name(attribute) for n, attribute in enumerate(_COUNTERS)})
-        names.update({"#day": "day", "#models": "models", "#dayModels": "dayModels"})
-        names["#exp"] = EXPIRES
+        names = {
+            **_MONTH_NAMES,
+            **_DAY_NAMES,
+            "#day": "day",
+            "#models": "models",
+            "#dayModels": "dayModels",
+            "#exp": EXPIRES,
+        }
         values = {
-            **_values(counts, "v"),
+            **_values(counts),
             ":day": to_value(today),
             ":models": {"SS": sorted(counts.models)},
             ":exp": to_value(self._expires(now)),
         }
-        add_month = ", ".join(f"#c{n} :v{n}" for n in range(len(_COUNTERS)))
-        rolled = read.month == month and read.day is not None and read.day != today
-        if rolled:
-            assert read.day is not None
-            set_day = ", ".join(f"#d{n} = :v{n}" for n in range(len(_COUNTERS)))
-            expression = (
-                f"SET #day = :day, #exp = :exp, {set_day}, #dayModels = :models "
-                f"ADD {add_month}, #models :models"
-            )
-            condition = "#day = :before"
-            values[":before"] = to_value(read.day)
-        else:
-            add_day = ", ".join(f"#d{n} :v{n}" for n in range(len(_COUNTERS)))
+        # The day the month item counted last, when this turn is the first of a later one.
+        finished = read.day if read.month == month and read.day not in (None, today) else None
+        if finished is None:
             expression = (
                 f"SET #day = :day, #exp = :exp "
-                f"ADD {add_month}, {add_day}, #models :models, #dayModels :models"
+                f"ADD {_ADD_MONTH}, {_ADD_DAY}, #models :models, #dayModels :models"
             )
             condition = "attribute_not_exists(#owner) OR #day = :day"
             names["#owner"] = OWNER
+        else:
+            expression = (
+                f"SET #day = :day, #exp = :exp, {_SET_DAY}, #dayModels = :models "
+                f"ADD {_ADD_MONTH}, #models :models"
+            )
+            condition = "#day = :before"
+            values[":before"] = to_value(finished)
         update = {
             "Update": {
                 "TableName": self._table,
-                "Key": key,
+                "Key": self.month_key(user_id, project_id, month),
                 "UpdateExpression": expression,
                 "ConditionExpression": condition,
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
             }
         }
-        if not rolled:
+        if finished is None:
             return [update]
-        assert read.day is not None
-        finished = self._counts_item(
-            owner_key(user_id, project_id), DAY + read.day, read.day_counts, now
+        day = self._counts_item(
+            owner_key(user_id, project_id), DAY + finished, read.day_counts, now
         )
-        return [update, {"Put": {"TableName": self._table, "Item": finished}}]
+        return [update, {"Put": {"TableName": self._table, "Item": day}}]
 
     def _counts_item(self, owner: str, period: str, counts: Counts, now: datetime) -> Item:
         values: dict[str, Any] = {OWNER: owner, PERIOD: period, EXPIRES: self._expires(now)}
@@ -173,19 +181,13 @@ class UsageStore:
     def count_job(self, project_id: str, job: str, counts: Counts, now: datetime) -> None:
         """A background job's model call, under the project, by day and by month (one
         transaction, so the two never disagree)."""
-        names = {f"#c{n}": attribute for n, attribute in enumerate(_COUNTERS)}
-        names.update({"#models": "models", "#exp": EXPIRES})
-        add = ", ".join(f"#c{n} :v{n}" for n in range(len(_COUNTERS)))
-        values = {
-            **_values(counts, "v"),
-            ":exp": to_value(self._expires(now)),
-        }
-        expression = f"SET #exp = :exp ADD {add}"
+        names = {**_MONTH_NAMES, "#exp": EXPIRES}
+        values = {**_values(counts), ":exp": to_value(self._expires(now))}
+        expression = f"SET #exp = :exp ADD {_ADD_MONTH}"
         if counts.models:
             expression += ", #models :models"
+            names["#models"] = "models"
             values[":models"] = {"SS": sorted(counts.models)}
-        else:
-            del names["#models"]
         periods = (MONTH + month_of(now), DAY + day_of(now))
         self.client.transact_write_items(
             TransactItems=[
@@ -213,12 +215,12 @@ class UsageStore:
             keys.append(self.month_key(user_id, project_id, month))
             if day is not None:
                 keys.append(to_item({OWNER: owner_key(user_id, project_id), PERIOD: DAY + day}))
+        # batch_get splits the keys into requests of at most 100.
+        request = {self._table: {"Keys": keys, "ConsistentRead": True}}
         found: dict[tuple[str, str], dict[str, Any]] = {}
-        for chunk in range(0, len(keys), 100):
-            request = {self._table: {"Keys": keys[chunk : chunk + 100], "ConsistentRead": True}}
-            for item in batch_get(self.client, request).get(self._table, []):
-                values = from_item(item)
-                found[(values[OWNER], values[PERIOD])] = values
+        for item in batch_get(self.client, request).get(self._table, []):
+            values = from_item(item)
+            found[(values[OWNER], values[PERIOD])] = values
         counts: dict[str, Counts] = {}
         for user_id in user_ids:
             owner = owner_key(user_id, project_id)
@@ -226,7 +228,7 @@ class UsageStore:
             if day is None:
                 counts[user_id] = counts_from(kept)
             elif kept.get("day") == day:
-                counts[user_id] = counts_from(kept, _DAY_PREFIX)
+                counts[user_id] = counts_from(kept, day=True)
             else:
                 counts[user_id] = counts_from(found.get((owner, DAY + day), {}))
         return counts
