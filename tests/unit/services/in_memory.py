@@ -753,3 +753,21 @@ def messages_of(roles: Iterable[str]) -> list[Message]:
         Message(message_id=new_id(), role=role, content=f"{role} {n}", created_at=at)
         for n, role in enumerate(roles)
     ]
+
+
+def thread_with_window(
+    recall: InMemoryRecall, user: str, project: str
+) -> tuple[str, list[Message]]:
+    """A thread of two saved messages (one turn, version 1), both in its window."""
+    earlier = messages_of(["user", "assistant"])
+    thread = recall.conversations.add(
+        user,
+        project,
+        message_count=2,
+        turn_count=1,
+        version=1,
+        window_start=earlier[0].message_id,
+        last_message_id=earlier[-1].message_id,
+    )
+    recall.messages.add(user, project, thread.conversation_id, earlier)
+    return thread.conversation_id, earlier

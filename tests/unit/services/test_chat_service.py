@@ -25,7 +25,12 @@ from recall.errors import Conflict, Forbidden, Invalid, ModelFailed, NotFound, T
 from recall.providers.offline import OfflineProvider
 from recall.services.chat import TurnOutcome
 from recall.settings import Settings
-from tests.unit.services.in_memory import InMemoryRecall, ScriptedModel, messages_of
+from tests.unit.services.in_memory import (
+    InMemoryRecall,
+    ScriptedModel,
+    messages_of,
+    thread_with_window,
+)
 
 ALICE, BOB, VIEWER, STRANGER = "alice", "bob", "vera", "stranger"
 
@@ -68,24 +73,6 @@ def turn(
     model: str | None = None,
 ) -> TurnOutcome:
     return recall.chat_service.turn(user, project, text, conversation_id, model)
-
-
-def thread_with_window(
-    recall: InMemoryRecall, user: str, project: str
-) -> tuple[str, list[Message]]:
-    """A thread of two saved messages (one turn, version 1), both in its window."""
-    earlier = messages_of(["user", "assistant"])
-    thread = recall.conversations.add(
-        user,
-        project,
-        message_count=2,
-        turn_count=1,
-        version=1,
-        window_start=earlier[0].message_id,
-        last_message_id=earlier[-1].message_id,
-    )
-    recall.messages.add(user, project, thread.conversation_id, earlier)
-    return thread.conversation_id, earlier
 
 
 def window_now(recall: InMemoryRecall, user: str, project: str, thread: str) -> list[Message]:

@@ -7,33 +7,19 @@ import pytest
 from recall.domain.access import Role
 from recall.domain.context import token_estimate
 from recall.domain.memory import MemoryEntry
-from recall.domain.messages import Message
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.errors import Forbidden, NotFound
-from tests.unit.services.in_memory import InMemoryRecall, ScriptedModel, messages_of
+from tests.unit.services.in_memory import (
+    InMemoryRecall,
+    ScriptedModel,
+    thread_with_window,
+)
 
 ALICE, BOB, VIEWER, STRANGER = "alice", "bob", "vera", "stranger"
 
 
 def shop(recall: InMemoryRecall) -> str:
     return recall.projects.add(ALICE, {BOB: Role.EDITOR, VIEWER: Role.VIEWER})
-
-
-def thread_with_window(
-    recall: InMemoryRecall, user: str, project: str
-) -> tuple[str, list[Message]]:
-    earlier = messages_of(["user", "assistant"])
-    thread = recall.conversations.add(
-        user,
-        project,
-        message_count=2,
-        turn_count=1,
-        version=1,
-        window_start=earlier[0].message_id,
-        last_message_id=earlier[-1].message_id,
-    )
-    recall.messages.add(user, project, thread.conversation_id, earlier)
-    return thread.conversation_id, earlier
 
 
 def test_clear_empties_the_window_keeps_history_and_marks_the_thread() -> None:
