@@ -99,6 +99,8 @@ def test_an_import_shows_its_progress_until_done_and_its_threads_appear(
         ],
     }
     page.get_by_role("tab", name="Project").click()
+    # The input is enabled once the project has loaded; a file chosen before that is dropped.
+    expect(page.locator("#import-file")).to_be_enabled()
     # When
     page.set_input_files(
         "#import-file",
