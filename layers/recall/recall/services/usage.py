@@ -12,10 +12,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic.alias_generators import to_camel
 
 from recall.domain import clock
-from recall.domain.access import Role
+from recall.domain.access import Role, require
 from recall.domain.projects import Member
 from recall.domain.usage import Budget, Counts, Period, day_of, month_of, resets_at
-from recall.errors import DomainError, Invalid
+from recall.errors import DomainError, Forbidden, Invalid
 from recall.observability import logger
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
@@ -65,20 +65,22 @@ class UsageService:
     def report(
         self, user_id: str, project_id: str, period: Period, date: str | None
     ) -> UsageReport:
-        role = self._access.require(user_id, project_id, Role.VIEWER)
+        mine = self._projects.member_of(project_id, user_id)
+        if mine is None:
+            raise Forbidden("You have no role on this project.")
+        role = require(mine.role, Role.VIEWER)
         now = clock.now()
         day, month, start = _period(period, date, now)
-        members = self._projects.members(project_id)
-        seen = members if role is Role.OWNER else [m for m in members if m.user_id == user_id]
+        # Only an owner sees the others: anyone else reads just their own member item.
+        seen = self._projects.members(project_id) if role is Role.OWNER else [mine]
         counts = self._usage.members(project_id, [m.user_id for m in seen], day, month)
-        mine = next((m for m in members if m.user_id == user_id), None)
         jobs = self._usage.jobs(project_id, day, month)
         return UsageReport(
             period=period,
             date=day or month,
             resets_at=resets_at(period, start),
             counts=counts.get(user_id, Counts()),
-            budget=mine.budget if mine else None,
+            budget=mine.budget,
             members=[MemberSpend(m, counts[m.user_id]) for m in seen]
             if role is Role.OWNER
             else None,

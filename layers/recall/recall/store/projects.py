@@ -167,10 +167,14 @@ class ProjectStore:
         return ProjectItem.model_validate(from_item(item)) if item else None
 
     def role_of(self, project_id: str, user_id: str) -> Role | None:
+        member = self.member_of(project_id, user_id)
+        return member.role if member else None
+
+    def member_of(self, project_id: str, user_id: str) -> Member | None:
         item = self.client.get_item(
             TableName=self._table, Key=member_key(project_id, user_id), ConsistentRead=True
         ).get("Item")
-        return MemberItem.model_validate(from_item(item)).role if item else None
+        return MemberItem.model_validate(from_item(item)).member() if item else None
 
     def project_and_role_keys(self, project_id: str, user_id: str) -> list[Item]:
         """Keys for a caller's batched read of a project and their own role on it."""
