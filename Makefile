@@ -74,7 +74,7 @@ invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 openapi: install ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
 
-bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; cold start per function; prefix reuse; time to first delta; erasure and large export by size; a preset's cost
+bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; cold start per function; prefix reuse; time to first delta; erasure and large export by size; a preset's cost; the embedded store's transactions as it fills
 	$(PY) -m bench.turns
 	$(PY) -m bench.cold_start
 	$(PY) -m bench.prompt_cache
@@ -82,6 +82,7 @@ bench: install ## Per turn by thread length: requests, round trips, units, cost,
 	$(PY) -m bench.erase
 	$(PY) -m bench.large_export
 	$(PY) -m bench.presets
+	$(PY) -m bench.embedded_writes
 
 bench-import: install ## Import 1,000 threads of 50 messages through the queue: time, progress, peak memory
 	$(PY) -m bench.imports

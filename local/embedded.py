@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 import boto3
 from moto.server import ThreadedMotoServer
 
-from local import template
+from local import dynamodb_writes, template
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.literals import QueueAttributeNameType
@@ -133,6 +133,7 @@ def start(port: int | None = None) -> EmbeddedStore:
     clients at it."""
     os.environ.update(FAKE_AWS)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    dynamodb_writes.install()
     port = port or free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
