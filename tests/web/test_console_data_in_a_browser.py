@@ -102,20 +102,28 @@ def test_an_import_shows_its_progress_until_done_and_its_threads_appear(
     # The input is enabled once the project has loaded; a file chosen before that is dropped.
     expect(page.locator("#import-file")).to_be_enabled()
     # When
-    page.set_input_files(
-        "#import-file",
-        files=[
-            {
-                "name": "threads.json",
-                "mimeType": "application/json",
-                "buffer": json.dumps(threads).encode(),
-            }
-        ],
-    )
-    # Then
-    expect(page.locator("#import-progress")).to_have_text(
-        "Import done: 2 threads, 4 messages, 0 memory entries, 0 presets."
-    )
+    with page.expect_request(lambda sent: sent.method == "POST" and "/import" in sent.url) as sent:
+        page.set_input_files(
+            "#import-file",
+            files=[
+                {
+                    "name": "threads.json",
+                    "mimeType": "application/json",
+                    "buffer": json.dumps(threads).encode(),
+                }
+            ],
+        )
+    # Then the page sent the file's document (once, in a full run, the API was told no
+    # body: this says which side lost it, with what the server printed)
+    assert sent.value.post_data_json == threads, [sent.value.headers, sent.value.post_data]
+    progress = page.locator("#import-progress")
+    try:
+        expect(progress).to_have_text(
+            "Import done: 2 threads, 4 messages, 0 memory entries, 0 presets."
+        )
+    except AssertionError as failed:
+        printed = [line for line in console.lines if "/import" in line]
+        raise AssertionError(f"{failed}\nserver: {printed}") from None
     for title in ("Launch plan", "Supplier list"):
         expect(page.locator(".thread", has_text=title)).to_have_count(1)
 
