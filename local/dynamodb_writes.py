@@ -1,14 +1,13 @@
-"""The embedded DynamoDB writing the way DynamoDB does: every write to an item whole, one
-at a time, and a transaction costing what it names, not what the store holds.
+"""The embedded DynamoDB writing the way DynamoDB does: a transaction isolated, undone
+item by item, and costing what it names, not what the store holds.
 
 moto backs up every table a ``TransactWriteItems`` names with a deep copy before it starts,
 so one turn's transaction took time in proportion to everything ``make dev`` (or a test
 run's shared store) had written: a second per turn at 30,000 items. Its rollback then put
-the whole copy back, dropping what other requests wrote meanwhile, and its ``UpdateItem``
-reads, changes and writes an item with no lock, so two requests adding to one counter at
-once could lose one. Here the tables are not copied; a transaction keeps a copy of only the
-items it names and puts back only those when it fails; and every write runs under one lock,
-so a transaction is isolated and no update interleaves with another.
+the whole copy back, dropping what other requests wrote meanwhile. Here the tables are not
+copied: a transaction keeps a copy of only the items it names and puts back only those when
+it fails, and every write runs under one lock, so none lands between a transaction's change
+and its put-back (which would undo it): the isolation DynamoDB gives a transaction.
 """
 
 from __future__ import annotations
