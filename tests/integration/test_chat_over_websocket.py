@@ -2,7 +2,8 @@
 events API Gateway sends, over the embedded DynamoDB: the ``chat`` route hands the turn
 off (run here at once) and the streaming worker posts its frames to a recording
 connection. ``done`` carries exactly what ``POST /chat`` answers, ``error`` exactly its
-error body, and a turn is saved once, whether or not its client stayed."""
+error body, and a turn is saved once, whether or not its client stayed. No frame a client
+sends is answered with a 5xx (bounded fuzzing, as the HTTP routes have)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Callable, Iterator
 import json
 from typing import Any
 
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 import pytest
 
 from local import runtime, template
@@ -325,3 +328,97 @@ def test_make_dev_serves_the_websocket_routes_the_template_declares() -> None:
     assert api["Properties"]["RouteSelectionExpression"] == "$request.body.action"
     assert route_of('{"action": "chat"}') == "chat"
     assert route_of('{"action": "dance"}') == route_of("not json") == "$default"
+
+
+# Any code point, lone surrogates too (JSON can escape them; UTF-8 cannot hold them).
+TEXT = st.text(st.characters(blacklist_categories=()), max_size=40)
+# Ids longer than a DynamoDB key may be.
+LONG = st.text(st.sampled_from("abc123"), min_size=2100, max_size=2200)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+CHAT_BODIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "message": TEXT | JSON,
+        "conversationId": TEXT | LONG | JSON,
+        "latest": JSON,
+        "model": TEXT | LONG | JSON,
+        "presetId": TEXT | LONG | JSON,
+    },
+)
+
+
+# Where a strategy names the test's project, replaced by its id when the frame is sent.
+PROJECT = "the-project"
+# Text with lone surrogates, which UTF-8 cannot hold.
+SURROGATES = st.text(st.characters(categories=["Cs"]), min_size=1, max_size=3)
+CHAT_FRAMES = st.fixed_dictionaries(
+    {"action": st.sampled_from(["chat", "Chat", "", "dance"]) | JSON},
+    optional={
+        "projectId": st.just(PROJECT) | TEXT | LONG | JSON,
+        "body": CHAT_BODIES | JSON,
+        "requestId": TEXT | JSON,
+        "idempotencyKey": TEXT | LONG | JSON,
+    },
+)
+# A frame right but for one field, so the turn gets as far as that field takes it.
+NEAR_FRAMES = st.fixed_dictionaries(
+    {
+        "action": st.just("chat"),
+        "projectId": st.just(PROJECT) | LONG,
+        "body": st.fixed_dictionaries(
+            {"message": TEXT | SURROGATES}, optional={"model": TEXT | LONG}
+        ),
+    }
+)
+# Anything a client may send: text that is not JSON, any JSON, chat frames with any field
+# wrong (or right: then the turn runs).
+FRAMES = TEXT | JSON | CHAT_FRAMES | NEAR_FRAMES
+
+
+def placed(value: Any, project: str) -> Any:
+    if value == PROJECT:
+        return project
+    if isinstance(value, dict):
+        return {key: placed(inner, project) for key, inner in value.items()}
+    return value
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(frame=FRAMES)
+@example(frame={"action": "chat", "projectId": "a" * 2100, "body": {"message": "hi"}})
+@example(frame={"action": "chat", "projectId": PROJECT, "body": {"message": "hi \ud800"}})
+def test_no_frame_a_client_sends_is_answered_with_a_5xx(
+    frame: Any,
+    alice: Api,
+    make_project: MakeProject,
+    socket_of: Callable[[Api], Socket],
+    seeded_projects: dict[str, str],
+) -> None:
+    # Given a project of the caller's (the offline model never fails, so a 5xx is a bug)
+    if str(alice.sub) not in seeded_projects:
+        seeded_projects[str(alice.sub)] = make_project(alice)
+    project = seeded_projects[str(alice.sub)]
+    socket = socket_of(alice)
+    # When they send anything at all
+    sent = placed(frame, project)
+    posted = socket.send(sent)
+    # Then every error is a client error, in the HTTP error body's shape
+    for answer in posted:
+        if answer["type"] == "error":
+            assert 400 <= answer["status"] < 500, (sent, answer)
+            assert set(answer["body"]["error"]) >= {"code", "message"}, (sent, answer)
+
+
+@pytest.fixture(scope="module")
+def seeded_projects() -> dict[str, str]:
+    return {}
