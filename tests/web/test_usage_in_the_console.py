@@ -398,3 +398,25 @@ def test_an_earlier_day_that_cannot_be_loaded_is_said_in_words(
     page.get_by_role("button", name="Back to today").click()
     # Then
     expect_shown(page, today.isoformat(), current=True)
+
+
+def test_another_project_opens_on_today(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given: yesterday in one project, the owner's turn today in another
+    owner = api(user)
+    owner.post("/projects", {"name": "Bakery"})
+    dairy = owner.post("/projects", {"name": "Dairy"}).body["id"]
+    assert owner.post(f"/projects/{dairy}/chat", {"message": "Butter or cream?"}).status == 200
+    sign_in(page, console, user)
+    page.locator("#project-select").select_option(label="Bakery (owner)")
+    open_project_panel(page)
+    today = date.fromisoformat(shown_date(page))
+    page.locator("#usage-earlier").click()
+    expect_shown(page, (today - timedelta(days=1)).isoformat(), current=False)
+    # When
+    page.locator("#project-select").select_option(label="Dairy (owner)")
+    # Then: that project's today
+    expect_shown(page, today.isoformat(), current=True)
+    expect(page.locator("#usage .usage-mine")).to_have_attribute("data-turns", "1")
+    expect(page.locator("#usage-back")).to_be_hidden()
