@@ -271,9 +271,14 @@ function showControls() {
     button.setAttribute("aria-pressed", String(button.dataset.period === period));
   }
   $("usage-earlier").setAttribute("aria-label", `Earlier ${unit}: ${dateWords(period, step(period, at, -1))}`);
+  const now = period === "day" ? "today" : "this month";
+  const next = step(period, at, 1);
   const later = $("usage-later");
   later.disabled = date === null; // no future: the current period is the latest
-  later.setAttribute("aria-label", date === null ? `Later ${unit}: none, this is ${period === "day" ? "today" : "this month"}` : `Later ${unit}: ${dateWords(period, step(period, at, 1))}`);
+  later.setAttribute(
+    "aria-label",
+    `Later ${unit}: ${date === null ? `none, this is ${now}` : next >= current(period) ? now : dateWords(period, next)}`,
+  );
   const back = $("usage-back");
   back.hidden = date === null;
   back.textContent = period === "day" ? "Back to today" : "Back to this month";
