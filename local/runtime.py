@@ -64,15 +64,29 @@ def handler_module(function: str) -> ModuleType:
     return module
 
 
-_instances: dict[str, threading.Lock] = {}
+_instances: dict[str, threading.RLock] = {}
 _instances_lock = threading.Lock()
+# One for every function of the HTTP API: see ``invoke``.
+_RESOLVERS = threading.RLock()
+
+
+@cache
+def resolver_functions() -> frozenset[str]:
+    """The functions behind the HTTP API's routes: each handler is a Powertools resolver."""
+    return frozenset(route.function for route in template.routes())
 
 
 def invoke(function: str, event: dict[str, Any]) -> Any:
-    """One invocation at a time per function, as one Lambda instance runs them: the
-    resolver keeps the current event on the module-level app."""
-    with _instances_lock:
-        instance = _instances.setdefault(function, threading.Lock())
+    """One invocation at a time per function, as one Lambda instance runs them. The HTTP
+    API's functions also take turns with each other: Powertools keeps the current event on
+    a class every resolver shares (``BaseRouter.current_event``), which Lambda never shares
+    between functions but this one process does, so two of them at once would each read
+    the other's caller and body."""
+    if function in resolver_functions():
+        instance = _RESOLVERS
+    else:
+        with _instances_lock:
+            instance = _instances.setdefault(function, threading.RLock())
     with instance:
         context = new_context(function, template.function_timeout(function))
         return handler_module(function).lambda_handler(event, context)

@@ -186,7 +186,7 @@ def handle(
     if cookie_header:
         event["cookies"] = [part.strip() for part in cookie_header.split(";") if part.strip()]
     try:
-        result = runtime.invoke(route.function, event)  # one at a time per function
+        result = runtime.invoke(route.function, event)  # one at a time: see runtime.invoke
     except Exception:  # a crashed function is API Gateway's 500, and the server goes on
         traceback.print_exc()
         return Reply.of_json(500, INTERNAL_ERROR)
