@@ -309,6 +309,23 @@ def test_a_retried_request_with_the_same_idempotency_key_stores_nothing_twice(
     )
 
 
+def test_an_idempotency_key_is_at_most_255_characters(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    longest = alice.post(
+        f"/projects/{project}/chat", {"message": "hello"}, headers={"Idempotency-Key": "k" * 255}
+    )
+    over = alice.post(
+        f"/projects/{project}/chat", {"message": "hello"}, headers={"Idempotency-Key": "k" * 256}
+    )
+    assert longest.status == 200
+    assert over.status == 422
+    assert over.body["error"]["details"] == [
+        {"field": "Idempotency-Key", "message": "at most 255 characters"}
+    ]
+
+
 def test_another_member_sending_the_same_idempotency_key_and_body_gets_their_own_turn(
     alice: Api, bob: Api, make_project: MakeProject
 ) -> None:
