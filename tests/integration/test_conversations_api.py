@@ -418,3 +418,15 @@ def test_an_edited_list_cursor_is_a_422(alice: Api, make_project: Callable[..., 
     values["conversationId"] = "01JSOMEONEELSEAAAAAAAAAAAA"
     edited = encode_cursor(values)
     assert alice.get(base, query=f"cursor={edited}").status == 422
+
+
+def test_a_title_of_80_characters_is_kept_and_one_of_81_is_422(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    kept = alice.post(f"/projects/{project}/conversations", {"title": "t" * 80})
+    over = alice.post(f"/projects/{project}/conversations", {"title": "t" * 81})
+    assert kept.status == 201
+    assert kept.body["title"] == "t" * 80
+    assert over.status == 422
+    assert over.body["error"]["details"][0]["field"] == "title"

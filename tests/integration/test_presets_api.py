@@ -380,3 +380,18 @@ def test_a_window_larger_than_the_default_page_holds_every_message_it_keeps(
             "messages"
         ][-1]["content"]
     )
+
+
+@pytest.mark.parametrize(("name", "largest"), [("windowMessages", 100), ("maxTokens", 8_192)])
+def test_the_largest_thread_setting_is_taken_and_one_more_is_422(
+    alice: Api, make_project: MakeProject, name: str, largest: int
+) -> None:
+    project = make_project(alice)
+    thread = alice.post(f"/projects/{project}/conversations", {}).body["id"]
+    path = f"/projects/{project}/conversations/{thread}"
+    taken = alice.patch(path, {"settings": {name: largest}})
+    over = alice.patch(path, {"settings": {name: largest + 1}})
+    assert taken.status == 200, taken
+    assert taken.body["settings"][name] == largest
+    assert over.status == 422
+    assert over.body["error"]["details"][0]["field"] == f"settings.{name}"
