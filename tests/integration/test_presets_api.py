@@ -395,3 +395,15 @@ def test_the_largest_thread_setting_is_taken_and_one_more_is_422(
     assert taken.body["settings"][name] == largest
     assert over.status == 422
     assert over.body["error"]["details"][0]["field"] == f"settings.{name}"
+
+
+def test_a_preset_name_of_80_characters_is_kept_and_one_of_81_is_422(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    kept = alice.post(f"/projects/{project}/presets", {**COPYWRITER, "name": "n" * 80})
+    over = alice.post(f"/projects/{project}/presets", {**COPYWRITER, "name": "m" * 81})
+    assert kept.status == 201, kept
+    assert kept.body["name"] == "n" * 80
+    assert over.status == 422
+    assert over.body["error"]["details"][0]["field"] == "name"

@@ -180,3 +180,21 @@ def test_an_oversized_body_is_413(alice: Api) -> None:
     reply = alice.post("/projects", {"name": "x", "context": {"notes": "x" * 300_000}})
     assert reply.status == 413
     assert reply.body["error"]["code"] == "payload_too_large"
+
+
+def test_a_project_name_of_120_characters_is_kept_and_one_of_121_is_422(alice: Api) -> None:
+    kept = alice.post("/projects", {"name": "p" * 120})
+    over = alice.post("/projects", {"name": "q" * 121})
+    assert kept.status == 201, kept
+    assert kept.body["name"] == "p" * 120
+    assert over.status == 422
+    assert over.body["error"]["details"][0]["field"] == "name"
+
+
+def test_a_context_value_of_500_characters_is_kept_and_one_of_501_is_422(alice: Api) -> None:
+    kept = alice.post("/projects", {"name": "Shop", "context": {"about": "a" * 500}})
+    over = alice.post("/projects", {"name": "Shop", "context": {"about": "b" * 501}})
+    assert kept.status == 201, kept
+    assert kept.body["context"] == {"about": "a" * 500}
+    assert over.status == 422
+    assert over.body["error"]["details"][0]["field"] == "context.about"
