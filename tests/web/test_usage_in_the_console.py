@@ -49,6 +49,15 @@ def open_project_panel(page: Page) -> None:
     expect(page.locator("#usage .usage-mine")).to_be_visible()
 
 
+def open_usage_of_a_new_project(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    """A project of the user's, signed in, its usage panel open on today."""
+    api(user).post("/projects", {"name": "Bakery"})
+    sign_in(page, console, user)
+    open_project_panel(page)
+
+
 def test_my_usage_today_shows_the_turn_i_just_had_and_the_memory_upkeep(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
@@ -266,9 +275,7 @@ def test_back_to_today_from_three_days_ago(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
     # Given: three days back
-    api(user).post("/projects", {"name": "Bakery"})
-    sign_in(page, console, user)
-    open_project_panel(page)
+    open_usage_of_a_new_project(page, console, user, api)
     today = date.fromisoformat(shown_date(page))
     earlier = page.locator("#usage-earlier")
     for days in (1, 2, 3):
@@ -289,9 +296,7 @@ def test_stepping_a_month_back_and_forth_and_switching_between_day_and_month(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
     # Given: this month
-    api(user).post("/projects", {"name": "Bakery"})
-    sign_in(page, console, user)
-    open_project_panel(page)
+    open_usage_of_a_new_project(page, console, user, api)
     today = shown_date(page)
     page.locator("#usage-period").get_by_role("button", name="Month").click()
     this_month = today[:7]
@@ -337,9 +342,7 @@ def test_quick_clicks_end_on_the_last_period_asked_even_when_an_earlier_answer_c
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
     # Given: yesterday's answer held back until released
-    api(user).post("/projects", {"name": "Bakery"})
-    sign_in(page, console, user)
-    open_project_panel(page)
+    open_usage_of_a_new_project(page, console, user, api)
     today = date.fromisoformat(shown_date(page))
     yesterday = (today - timedelta(days=1)).isoformat()
     held: list[Route] = []
@@ -373,9 +376,7 @@ def test_an_earlier_day_that_cannot_be_loaded_is_said_in_words(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
     # Given
-    api(user).post("/projects", {"name": "Bakery"})
-    sign_in(page, console, user)
-    open_project_panel(page)
+    open_usage_of_a_new_project(page, console, user, api)
     today = date.fromisoformat(shown_date(page))
     yesterday = (today - timedelta(days=1)).isoformat()
     page.route(re.compile(rf"/usage\?.*date={yesterday}"), lambda route: route.abort())
