@@ -18,6 +18,7 @@ from recall.domain.prompt import ModelError, ModelReply, ModelRequest, Usage
 from recall.services.extraction import ExtractionService, ModelExtractor
 from recall.services.usage import JobSpend
 from recall.settings import get_settings
+from recall.store.dynamodb import dynamodb_client
 from recall.wiring import (
     chat_service,
     conversation_store,
@@ -236,6 +237,29 @@ def test_owners_see_every_members_usage_and_others_only_their_own(
     assert usage(carol, project)["usage"]["turns"] == 0
     stranger = usage_status(Api("nobody-here"), project)
     assert stranger == 403
+
+
+def test_a_member_who_is_not_an_owner_reads_no_other_members(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given bob, an editor of alice's project
+    project = make_project(alice, {bob: "editor"})
+    projects_table = get_settings().projects_table
+    queried: list[str] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        queried.append(params["TableName"])
+
+    events = dynamodb_client().meta.events
+    events.register("provide-client-params.dynamodb.Query", record, unique_id="usage-queries")
+    # When he reads his usage
+    try:
+        mine = usage(bob, project)
+    finally:
+        events.unregister("provide-client-params.dynamodb.Query", unique_id="usage-queries")
+    # Then he gets his own, and the project's members were never queried for it
+    assert mine["usage"]["turns"] == 0
+    assert projects_table not in queried, queried
 
 
 def usage_status(api: Api, project: str) -> int:

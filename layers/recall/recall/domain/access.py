@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import NoReturn, overload
 
 from recall.errors import Forbidden
 
@@ -26,6 +27,14 @@ def roles_reaching(needed: Role) -> frozenset[Role]:
     """Every role that may do what ``needed`` may: what a write re-checks the caller's role
     against in its own transaction, so a role lost after the first check stops the write."""
     return frozenset(role for role, rank in _RANK.items() if rank >= _RANK[needed])
+
+
+@overload
+def require(role: None, needed: Role) -> NoReturn: ...
+
+
+@overload
+def require(role: Role | None, needed: Role) -> Role: ...
 
 
 def require(role: Role | None, needed: Role) -> Role:

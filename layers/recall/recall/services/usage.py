@@ -12,10 +12,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic.alias_generators import to_camel
 
 from recall.domain import clock
-from recall.domain.access import Role, require
+from recall.domain.access import Role
 from recall.domain.projects import Member
 from recall.domain.usage import Budget, Counts, Period, day_of, month_of, resets_at
-from recall.errors import DomainError, Forbidden, Invalid
+from recall.errors import DomainError, Invalid
 from recall.observability import logger
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
@@ -65,14 +65,12 @@ class UsageService:
     def report(
         self, user_id: str, project_id: str, period: Period, date: str | None
     ) -> UsageReport:
-        mine = self._projects.member_of(project_id, user_id)
-        if mine is None:
-            raise Forbidden("You have no role on this project.")
-        role = require(mine.role, Role.VIEWER)
+        mine = self._access.member(user_id, project_id, Role.VIEWER)
+        owner = mine.role is Role.OWNER
         now = clock.now()
         day, month, start = _period(period, date, now)
         # Only an owner sees the others: anyone else reads just their own member item.
-        seen = self._projects.members(project_id) if role is Role.OWNER else [mine]
+        seen = self._projects.members(project_id) if owner else [mine]
         counts = self._usage.members(project_id, [m.user_id for m in seen], day, month)
         jobs = self._usage.jobs(project_id, day, month)
         return UsageReport(
@@ -81,9 +79,7 @@ class UsageService:
             resets_at=resets_at(period, start),
             counts=counts.get(user_id, Counts()),
             budget=mine.budget,
-            members=[MemberSpend(m, counts[m.user_id]) for m in seen]
-            if role is Role.OWNER
-            else None,
+            members=[MemberSpend(m, counts[m.user_id]) for m in seen] if owner else None,
             jobs={job: jobs.get(job, Counts()) for job in JOBS},
         )
 
