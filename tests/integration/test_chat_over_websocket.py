@@ -20,6 +20,7 @@ from local.websocket import function_of, route_of, websocket_event
 from recall.api.stream import Connection, ConnectionGone, Frame
 from recall.domain.prompt import ModelReply, ModelRequest, ModelThrottled
 from recall.wiring import model_choice, stream_links
+from tests.integration.any_json import any_json
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -334,13 +335,7 @@ def test_make_dev_serves_the_websocket_routes_the_template_declares() -> None:
 TEXT = st.text(st.characters(blacklist_categories=()), max_size=40)
 # Ids longer than a DynamoDB key may be.
 LONG = st.text(st.sampled_from("abc123"), min_size=2100, max_size=2200)
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
-    ),
-    max_leaves=12,
-)
+JSON = any_json(TEXT)
 CHAT_BODIES = st.fixed_dictionaries(
     {},
     optional={
