@@ -7,7 +7,9 @@ run's shared store) had written: a second per turn at 30,000 items. Its rollback
 the whole copy back, dropping what other requests wrote meanwhile. Here the tables are not
 copied: a transaction keeps a copy of only the items it names and puts back only those when
 it fails, and every write runs under one lock, so none lands between a transaction's change
-and its put-back (which would undo it): the isolation DynamoDB gives a transaction.
+and its put-back (which would undo it): the isolation DynamoDB gives a transaction. Reads
+take the same lock, so none sees a transaction half done (DynamoDB never shows a write of
+a transaction that fails) and none walks a table while a write changes it under moto.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import Table
 
-_WRITING = threading.RLock()
+_STORE = threading.RLock()
 _INSTALLED = "_recall_writes_installed"
 
 Named = dict[tuple[str, str], tuple[dict[str, Any], Item | None]]
@@ -69,10 +71,10 @@ def _put_back(backend: DynamoDBBackend, kept: Named) -> None:
             backend.put_item(table_name, before.to_json()["Attributes"])
 
 
-def _one_at_a_time(write: Callable[..., Any]) -> Callable[..., Any]:
+def _one_at_a_time(request: Callable[..., Any]) -> Callable[..., Any]:
     def locked(*args: Any, **kwargs: Any) -> Any:
-        with _WRITING:
-            return write(*args, **kwargs)
+        with _STORE:
+            return request(*args, **kwargs)
 
     return locked
 
@@ -84,7 +86,7 @@ def install() -> None:
     transact = DynamoDBBackend.transact_write_items
 
     def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
-        with _WRITING:
+        with _STORE:
             kept = _named(self, transact_items)
             try:
                 transact(self, transact_items)
@@ -94,6 +96,6 @@ def install() -> None:
 
     models.copy = SimpleNamespace(deepcopy=_deepcopy)  # type: ignore[attr-defined,assignment]
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-    for name in ("put_item", "update_item", "delete_item"):
+    for name in ("put_item", "update_item", "delete_item", "get_item", "query", "scan"):
         setattr(DynamoDBBackend, name, _one_at_a_time(getattr(DynamoDBBackend, name)))
     setattr(DynamoDBBackend, _INSTALLED, True)

@@ -155,3 +155,48 @@ def test_writes_made_while_transactions_fail_are_all_kept(
 
     # Then every add is kept, and nothing of the failed transactions
     assert counter(client, table, owner) == 1 + WRITERS * WRITES_EACH
+
+
+def test_no_read_sees_what_a_failing_transaction_wrote_before_it_failed(
+    client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given transactions that create an item, then fail on a check that takes a while
+    table, owner = get_settings().usage_table, f"writes-{uuid.uuid4().hex}"
+    start_counter(client, table, owner)
+    read = DynamoDBBackend.get_item
+
+    def slow_check(backend: DynamoDBBackend, table: str, keys: dict[str, Any], *rest: Any) -> Any:
+        if keys.get("period") == {"S": "absent"}:
+            time.sleep(CHECK_SECONDS)
+        return read(backend, table, keys, *rest)
+
+    monkeypatch.setattr(DynamoDBBackend, "get_item", slow_check)
+
+    def fail() -> None:
+        for _ in range(WRITES_EACH // 4):
+            with pytest.raises(ClientError):
+                client.transact_write_items(TransactItems=failing_transaction(table, owner))  # type: ignore[arg-type]
+
+    def seen() -> int:
+        """How many reads saw the new item, or the owner holding more than its counter."""
+        new, times = key(owner, "new"), 0
+        for _ in range(WRITES_EACH):
+            times += "Item" in client.get_item(TableName=table, Key=new)
+            held = client.query(
+                TableName=table,
+                KeyConditionExpression="#o = :o",
+                ExpressionAttributeNames={"#o": "owner"},
+                ExpressionAttributeValues={":o": {"S": owner}},
+            )["Items"]
+            times += len(held) > 1
+        return times
+
+    # When others read the item and the owner's items while they run
+    with ThreadPoolExecutor(2 * WRITERS) as pool:
+        failing = [pool.submit(fail) for _ in range(WRITERS)]
+        reads = [pool.submit(seen) for _ in range(WRITERS)]
+        for future in failing:
+            future.result()
+
+        # Then none saw what they wrote
+        assert [future.result() for future in reads] == [0] * WRITERS
