@@ -346,6 +346,27 @@ def test_an_owner_renames_the_project_and_manages_members(
     expect(bob).to_have_count(0)
 
 
+def test_an_editor_renames_the_project_but_cannot_manage_its_members(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an editor of someone else's project
+    owner = api(f"owner-of-{user}")
+    project = seed_project(owner, "Shared shop")
+    assert owner.put(f"/projects/{project}/members/{user}", {"role": "editor"}).status == 201
+    sign_in(page, console, user)
+    page.get_by_role("tab", name="Project").click()
+    # When
+    page.get_by_label("Name", exact=True).fill("Shared shop EU")
+    page.get_by_role("button", name="Rename").click()
+    # Then the project is renamed, and adding members is left to its owners, with the reason
+    expect(page.locator("#project-select")).to_contain_text("Shared shop EU (editor)")
+    assert owner.get(f"/projects/{project}").body["name"] == "Shared shop EU"
+    expect(page.get_by_role("button", name="Add")).to_be_disabled()
+    expect(page.locator('[data-reason="own"]')).to_have_text(
+        "Only the project's owners manage its members."
+    )
+
+
 def test_a_long_thread_shows_the_nudge_banner_offering_a_new_thread(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:

@@ -18,7 +18,7 @@ const PAGE = 50;
 const SIDE_VIEWS = ["memory", "context", "project"];
 const REASONS = {
   viewer: "You are a viewer of this project: you can read everything here but not change it.",
-  notOwner: "Only the project's owners rename it and manage its members.",
+  notOwner: "Only the project's owners manage its members.",
 };
 
 const state = {
@@ -189,7 +189,8 @@ function renderProject() {
   setReason($("composer-reason"), noProject ? "Create a project to start chatting." : viewer ? REASONS.viewer : "");
   setReason(document.querySelector('[data-reason="edit"]'), viewer ? REASONS.viewer : "");
   const owner = isOwner();
-  for (const control of [...$("rename-project").elements, ...$("add-member").elements]) control.disabled = !owner;
+  for (const control of $("rename-project").elements) control.disabled = noProject || viewer;
+  for (const control of $("add-member").elements) control.disabled = !owner;
   setReason(document.querySelector('[data-reason="own"]'), project && !owner ? (viewer ? REASONS.viewer : REASONS.notOwner) : "");
   $("import-file").disabled = noProject || viewer;
   $("export").disabled = noProject;
