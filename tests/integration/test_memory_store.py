@@ -60,6 +60,12 @@ def store(store_with: Callable[..., MemoryStore]) -> MemoryStore:
     return store_with()
 
 
+def write_each(store: MemoryStore, me: Caller, entries: list[MemoryEntry]) -> list[MemoryEntry]:
+    """A background job's writes: each on its own, the ones the store took."""
+    written = (store.write(me.user, me.project, entry, NOW) for entry in entries)
+    return [saved[0] for saved in written if saved is not None]
+
+
 def service_over(store: MemoryStore) -> MemoryService:
     settings = get_settings()
     return MemoryService(
@@ -195,9 +201,7 @@ def test_background_extraction_never_overwrites_an_explicit_entry(
     # Given an explicit entry
     store.write(me.user, me.project, entry("tone", "warm"), NOW)
     # When extraction later finds another value for the same key
-    written = service_over(store).write_background(
-        me.user, me.project, [extracted("tone", "corporate"), extracted("palette", "navy")]
-    )
+    written = write_each(store, me, [extracted("tone", "corporate"), extracted("palette", "navy")])
     # Then only the new key is written; the explicit entry and its history are untouched
     assert [e.key for e in written] == ["palette"]
     kept = active_entry(store, me, "tone")
@@ -320,9 +324,7 @@ def test_background_writes_beyond_the_cap_are_dropped_and_logged(
     store = store_with(memory_cap=3)
     store.write(me.user, me.project, entry("kept"), NOW)
     # When extraction brings four new entries
-    written = service_over(store).write_background(
-        me.user, me.project, [extracted(f"found_{i}") for i in range(4)]
-    )
+    written = write_each(store, me, [extracted(f"found_{i}") for i in range(4)])
     # Then two fit, two are dropped, and the log says why
     assert [e.key for e in written] == ["found_0", "found_1"]
     persistent, _ = store.active(me.user, me.project, None, NOW)
@@ -537,18 +539,6 @@ def test_a_tool_call_with_thread_scope_saves_into_the_current_thread(
     assert persistent == [] and [e.key for e in thread] == ["hero"]
     assert tools.forget("hero", "persistent") is False
     assert tools.forget("hero", "thread") is True
-
-
-def test_background_writers_cannot_claim_to_be_explicit(store: MemoryStore, me: Caller) -> None:
-    with pytest.raises(ValueError, match="extracted or consolidated"):
-        service_over(store).write_background(me.user, me.project, [entry("tone")])
-
-
-def test_malformed_background_entries_are_skipped_not_fatal(store: MemoryStore, me: Caller) -> None:
-    written = service_over(store).write_background(
-        me.user, me.project, [extracted("blank", "\n \t"), extracted("fine", "ok")]
-    )
-    assert [e.key for e in written] == ["fine"]
 
 
 # Counters for the gates

@@ -13,10 +13,12 @@ from botocore.stub import Stubber
 import pytest
 
 from local.seed import grow_thread
+from recall.domain.jobs import AnyJob, ExtractJob
 from recall.providers.bedrock import BedrockProvider
 from recall.settings import get_settings
+from recall.store.jobs import JobQueue
 from recall.store.presets import PresetStore
-from recall.wiring import model_choice, preset_store, stream_links
+from recall.wiring import job_runner, model_choice, preset_store, stream_links
 from tests.integration.conftest import Api
 from tests.integration.test_chat_over_websocket import RecordingLinks, Socket
 
@@ -248,6 +250,61 @@ def test_without_memory_a_thread_gets_no_memory_block_and_no_memory_tools(
     # a thread of the same project without the preset still gets it
     other = alice.post(f"/projects/{project}/conversations", {}).body["id"]
     assert "tone: warm" in context_of(alice, project, other)["memoryBlock"]
+
+
+@pytest.mark.parametrize(
+    "turned_off_by", ["nothing", "its preset", "its own settings", "its project"]
+)
+def test_background_extraction_never_learns_from_a_thread_without_memory(
+    alice: Api, make_project: MakeProject, turned_off_by: str
+) -> None:
+    # Given a thread stating a rule over six messages, memory turned off by a layer
+    project = make_project(alice)
+    if turned_off_by == "its preset":
+        clean = make_preset(alice, project, {"name": "Clean", "settings": {"sendMemory": False}})
+        thread = start_thread(alice, project, clean)
+    else:
+        thread = alice.post(f"/projects/{project}/conversations", {}).body["id"]
+    grow_thread(alice.sub or "", project, thread, 6, lambda _: "Always keep the header dark.")
+    off = {"settings": {"sendMemory": False}}
+    if turned_off_by == "its own settings":
+        assert alice.patch(f"/projects/{project}/conversations/{thread}", off).status == 200
+    if turned_off_by == "its project":
+        assert alice.patch(f"/projects/{project}", off).status == 200
+    # When the worker runs an extraction job for it (one queued before the change, say)
+    job_runner().run(
+        ExtractJob(user_id=alice.sub or "", project_id=project, conversation_id=thread)
+    )
+    # Then only a thread that sends memory was learnt from
+    learnt = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert [entry["source"] for entry in learnt] == (
+        ["extracted"] if turned_off_by == "nothing" else []
+    )
+
+
+@pytest.mark.parametrize("sends_memory", [True, False])
+def test_a_turn_in_a_thread_without_memory_queues_no_extraction(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch, sends_memory: bool
+) -> None:
+    # Given a thread of four messages, its preset sending memory or not
+    project = make_project(alice)
+    settings = {"sendMemory": sends_memory}
+    thread = start_thread(
+        alice, project, make_preset(alice, project, {"name": "P", "settings": settings})
+    )
+    grow_thread(alice.sub or "", project, thread, 4)
+    queued: list[AnyJob] = []
+
+    def send(_: JobQueue, jobs: list[AnyJob]) -> int:
+        queued.extend(jobs)
+        return len(jobs)
+
+    monkeypatch.setattr(JobQueue, "send", send)
+    # When the turn that makes six messages states a rule
+    body = {"message": "Always keep the header dark.", "conversationId": thread}
+    assert alice.post(f"/projects/{project}/chat", body).status == 200
+    # Then extraction is queued only for a thread that sends memory
+    assert [job.kind.value for job in queued] == (["extract"] if sends_memory else [])
 
 
 def test_a_deleted_preset_leaves_its_threads_their_copy(

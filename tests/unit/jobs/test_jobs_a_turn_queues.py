@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from recall.domain.conversations import Conversation
-from recall.domain.jobs import ExtractJob, SummarizeJob
+from recall.domain.jobs import AnyJob, ExtractJob, SummarizeJob
 from recall.services.followups import TurnFollowUps
 from recall.settings import Settings
 from recall.store.jobs import JobQueue
@@ -19,6 +19,14 @@ THREAD = Conversation(
 RULE = "Always keep the header dark."
 
 
+def jobs_after(
+    messages_now: int, text: str, left_window: bool = False, sends_memory: bool = True
+) -> list[AnyJob]:
+    return followups().jobs_after(
+        THREAD, messages_now, text, left_window=left_window, sends_memory=sends_memory
+    )
+
+
 def followups() -> TurnFollowUps:
     settings = Settings()
     return TurnFollowUps(settings, JobQueue(settings))
@@ -26,15 +34,21 @@ def followups() -> TurnFollowUps:
 
 def test_extraction_is_queued_from_the_sixth_message_on_when_the_user_states_a_rule() -> None:
     assert Settings().extract_min_messages == 6
-    assert followups().jobs_after(THREAD, 5, RULE, False) == []
-    [job] = followups().jobs_after(THREAD, 6, RULE, False)
+    assert jobs_after(5, RULE) == []
+    [job] = jobs_after(6, RULE)
     assert isinstance(job, ExtractJob) and job.conversation_id == THREAD.conversation_id
 
 
 def test_chatter_queues_no_extraction_however_long_the_thread() -> None:
-    assert followups().jobs_after(THREAD, 60, "Do you always answer this fast?", False) == []
+    assert jobs_after(60, "Do you always answer this fast?") == []
 
 
 def test_a_summary_is_queued_when_messages_left_the_window() -> None:
-    [job] = followups().jobs_after(THREAD, 3, "thanks", True)
+    [job] = jobs_after(3, "thanks", left_window=True)
+    assert isinstance(job, SummarizeJob)
+
+
+def test_a_thread_that_does_not_send_memory_queues_no_extraction() -> None:
+    assert jobs_after(60, RULE, sends_memory=False) == []
+    [job] = jobs_after(60, RULE, left_window=True, sends_memory=False)
     assert isinstance(job, SummarizeJob)

@@ -9,7 +9,7 @@ import pytest
 from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.ids import new_id
-from recall.domain.memory import Action, Category, MemoryEntry, Scope, Source
+from recall.domain.memory import Action, MemoryEntry, Scope, Source
 from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.settings import Settings
 from tests.unit.services.in_memory import InMemoryRecall
@@ -259,41 +259,6 @@ def test_an_explicit_write_past_the_cap_is_a_conflict_unless_it_replaces_a_key()
         put(recall, BOB, project, "three")
     _, created = put(recall, BOB, project, "two", value="replaced")
     assert created is False
-
-
-def test_background_writes_refuse_explicit_sources_and_write_nothing() -> None:
-    # Given
-    recall = InMemoryRecall()
-    project = shop(recall)
-    entries = [background("fine"), MemoryEntry(key="mine", value="v", category="context")]
-    # When / Then
-    with pytest.raises(ValueError, match="extracted or consolidated"):
-        recall.memory_service.write_background(BOB, project, entries)
-    assert recall.memories.entries(BOB, project) == []
-
-
-def test_background_writes_skip_malformed_entries_and_never_replace_an_explicit_one() -> None:
-    # Given an explicit entry the user stated
-    recall = InMemoryRecall(Settings(memory_value_max_chars=10))
-    project = shop(recall)
-    put(recall, BOB, project, "tone", value="warm")
-    entries = [
-        background("tone", "cold"),
-        background("fine", "  two \n lines "),
-        background("too_long", "x" * 11),
-        MemoryEntry.model_construct(
-            key="Bad Key", value="v", category=Category.CONTEXT, source=Source.CONSOLIDATED
-        ),
-    ]
-    # When
-    written = recall.memory_service.write_background(BOB, project, entries)
-    # Then
-    assert [(e.key, e.value) for e in written] == [("fine", "two lines")]
-    active = recall.memories.active(BOB, project, None, clock.now())[0]
-    assert {(e.key, e.value, e.source) for e in active} == {
-        ("tone", "warm", Source.EXPLICIT),
-        ("fine", "two lines", Source.EXTRACTED),
-    }
 
 
 def test_a_save_preference_call_ties_a_thread_entry_to_the_turns_thread() -> None:

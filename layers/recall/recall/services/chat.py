@@ -120,7 +120,8 @@ class ChatService:
                 conversation,
                 conversation.message_count + len(saved),
                 text,
-                left_window and loaded.settings.use_summary,
+                left_window=left_window and loaded.settings.use_summary,
+                sends_memory=loaded.settings.send_memory,
             )
         )
         user_message, assistant = saved[0], saved[-1]

@@ -28,6 +28,7 @@ from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, Too
 from recall.domain.usage import Counts
 from recall.errors import Forbidden, Invalid
 from recall.observability import logger, metrics
+from recall.services.presets import thread_settings
 from recall.services.usage import JobSpend
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
@@ -193,13 +194,17 @@ class ExtractionService:
     def run(self, job: ExtractJob, now: datetime) -> ExtractionReport:
         """With ``projects``, every write checks the user is still a member, so a job
         queued before their erasure writes nothing back (``Forbidden``, then the thread
-        is gone on the retry)."""
+        is gone on the retry). A thread whose settings stopped sending memory since the
+        job was queued (its own, its preset's or its project's) is not learnt from."""
         settings = self._settings
         conversation = self._conversations.get(job.user_id, job.project_id, job.conversation_id)
         if conversation is None:
             return ExtractionReport(False, "the thread is gone")
         if conversation.message_count < settings.extract_min_messages:
             return ExtractionReport(False, "the thread is too short")
+        project = self._projects.get(job.project_id) if self._projects is not None else None
+        if not thread_settings(settings, project, conversation).send_memory:
+            return ExtractionReport(False, "the thread does not send memory")
         guard = (
             self._projects.role_check(job.project_id, job.user_id, Role.VIEWER)
             if self._projects is not None

@@ -1,5 +1,6 @@
 """What a turn leaves for later: extraction once the thread is long enough and the user's
-message carries preference signals, and a summary job when messages left the window.
+message carries preference signals (never from a thread that does not send memory: it
+neither reads nor writes project memory), and a summary job when messages left the window.
 Queued after the turn is saved; a failure here is logged and counted, and never reaches
 the reply."""
 
@@ -21,7 +22,13 @@ class TurnFollowUps:
         self._queue = queue
 
     def jobs_after(
-        self, conversation: Conversation, messages_now: int, user_text: str, left_window: bool
+        self,
+        conversation: Conversation,
+        messages_now: int,
+        user_text: str,
+        *,
+        left_window: bool,
+        sends_memory: bool,
     ) -> list[AnyJob]:
         ids = {
             "user_id": conversation.user_id,
@@ -29,7 +36,8 @@ class TurnFollowUps:
             "conversation_id": conversation.conversation_id,
         }
         jobs: list[AnyJob] = []
-        if messages_now >= self._settings.extract_min_messages and propose_memories(user_text):
+        long_enough = messages_now >= self._settings.extract_min_messages
+        if sends_memory and long_enough and propose_memories(user_text):
             jobs.append(ExtractJob(**ids))
         if left_window:
             jobs.append(SummarizeJob(**ids))

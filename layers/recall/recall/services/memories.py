@@ -10,7 +10,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.memory import (
-    BACKGROUND_SOURCES,
     HistoryRecord,
     MemoryEntry,
     Scope,
@@ -22,7 +21,7 @@ from recall.domain.memory import (
 )
 from recall.domain.turn_memory import TurnMemory
 from recall.errors import Conflict, Invalid, NotFound
-from recall.observability import logger, metrics
+from recall.observability import metrics
 from recall.services.access import ProjectAccess
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
@@ -132,37 +131,6 @@ class MemoryService:
             settings.thread_memory_cap,
             settings.turn_memory_changes_max,
         )
-
-    def write_background(
-        self, user_id: str, project_id: str, entries: list[MemoryEntry]
-    ) -> list[MemoryEntry]:
-        """Extraction and consolidation results: the entries actually written. An entry
-        that is malformed, meets an explicit entry, or meets the cap is skipped and logged."""
-        if any(entry.source not in BACKGROUND_SOURCES for entry in entries):
-            raise ValueError("background writes carry source extracted or consolidated")
-        now = clock.now()
-        written: list[MemoryEntry] = []
-        for entry in entries:
-            try:
-                checked = entry.model_copy(
-                    update={
-                        "key": check_key(entry.key),
-                        "value": check_value(entry.value, self._settings.memory_value_max_chars),
-                    }
-                )
-            except Invalid as error:
-                logger.info(
-                    "background memory entry skipped",
-                    extra={"key": entry.key, "why": error.message},
-                )
-                continue
-            saved = self._memories.write(user_id, project_id, checked, now)
-            if saved is not None:
-                written.append(saved[0])
-        metrics.add_metric(
-            name="MemoriesWrittenInBackground", unit=MetricUnit.Count, value=len(written)
-        )
-        return written
 
     # ``list`` is defined after every method annotated with ``list[...]``, which it would
     # otherwise shadow inside this class.

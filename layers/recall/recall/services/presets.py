@@ -58,13 +58,13 @@ def deployment_defaults(settings: Settings) -> EffectiveSettings:
 
 
 def thread_settings(
-    settings: Settings, project: Project, conversation: Conversation | None
+    settings: Settings, project: Project | None, conversation: Conversation | None
 ) -> EffectiveSettings:
     """Deployment defaults < project defaults < the thread's preset < its own overrides."""
     preset = conversation.preset if conversation else None
     return resolved(
         deployment_defaults(settings),
-        project.settings,
+        project.settings if project else None,
         preset.settings if preset else None,
         conversation.settings if conversation else None,
     )
