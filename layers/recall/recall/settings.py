@@ -176,10 +176,11 @@ class Settings(BaseSettings):
     retry_after_seconds: int = 2
 
     # Export and import. An export is one JSON response, and Lambda answers at most 6 MB
-    # (6,291,456 bytes) to API Gateway: above EXPORT_MAX_BYTES it is refused with a 413
-    # rather than cut. An import document is the request body, under the same 6 MB
-    # (API Gateway's own limit is 10 MB); it is checked whole, then written by the worker
-    # in chunks of at most IMPORT_CHUNK_MAX_BYTES (each one DynamoDB item, under 400 KB).
+    # (6,291,456 bytes) to API Gateway: above EXPORT_MAX_BYTES it becomes a link to JSON
+    # Lines instead (below), never a cut document. An import document is the request body,
+    # under the same 6 MB (API Gateway's own limit is 10 MB); it is checked whole, then
+    # written by the worker in chunks of at most IMPORT_CHUNK_MAX_BYTES (each one DynamoDB
+    # item, under 400 KB).
     export_max_bytes: int = 5_500_000
     # Above EXPORT_MAX_BYTES the export is JSON Lines in the exports bucket instead, streamed
     # there as a multipart upload in parts of EXPORT_PART_BYTES (S3: at least 5 MiB but the
