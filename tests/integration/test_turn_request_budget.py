@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+import json
 import threading
 import time
 from typing import Any
@@ -44,6 +45,14 @@ class Request:
     operation: str
     started: float
     ended: float = 0.0
+    consistent: bool = False
+
+
+def strongly_consistent(operation: str, body: dict[str, Any]) -> bool:
+    """Whether a read sees every write acknowledged before it (``BatchGetItem``: each table)."""
+    if operation == "BatchGetItem":
+        return all(table.get("ConsistentRead") for table in body["RequestItems"].values())
+    return bool(body.get("ConsistentRead"))
 
 
 class Recorder:
@@ -56,8 +65,11 @@ class Recorder:
         self.latency = 0.0
         self._open = threading.local()
 
-    def started(self, model: Any, **kwargs: Any) -> None:
-        request = Request(model.name, time.perf_counter())
+    def started(self, model: Any, params: dict[str, Any], **kwargs: Any) -> None:
+        body = json.loads(params["body"] or b"{}")
+        request = Request(
+            model.name, time.perf_counter(), consistent=strongly_consistent(model.name, body)
+        )
         self._open.request = request
         self.requests.append(request)
 
@@ -204,6 +216,23 @@ def test_latest_finds_the_thread_first_then_reads_it_in_one_round_trip(
         ["BatchGetItem", "Query", "Query"],
     ]
     assert recorder.after_model() == ["TransactWriteItems"]
+
+
+@pytest.mark.parametrize("conversation", ["the thread's id", "latest"])
+def test_every_read_before_the_model_sees_every_write_before_it(
+    alice: Api, make_project: MakeProject, recorder: Recorder, conversation: str
+) -> None:
+    # Given a thread just written to (a turn sent right after it must find it as it is)
+    project = make_project(alice)
+    thread = _thread_with_memory(alice, project)
+    recorder.start()
+    # When the next turn names it, or asks for the latest thread
+    said = {"message": "more", "conversationId": "latest" if conversation == "latest" else thread}
+    reply = alice.post(f"/projects/{project}/chat", said)
+    # Then it landed there, and every read before the model was strongly consistent
+    assert reply.status == 200 and reply.body["conversation"]["id"] == thread
+    reads = recorder.before_model()
+    assert reads and [r.operation for r in reads if not r.consistent] == []
 
 
 def test_a_window_read_before_the_last_save_is_read_again_after_the_thread(

@@ -215,9 +215,16 @@ class InMemoryConversations:
         return None if place in self.deleting else self.threads.get(place)
 
     def page(
-        self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
+        self,
+        user_id: str,
+        project_id: str,
+        archived: bool,
+        limit: int,
+        cursor: str | None,
+        consistent: bool = False,
     ) -> tuple[list[Conversation], str | None]:
-        """Most recently updated first; the cursor is how many rows came before."""
+        """Most recently updated first; the cursor is how many rows came before. Always
+        consistent."""
         rows = sorted(
             (
                 conversation
@@ -322,7 +329,6 @@ class InMemoryMessages:
         conversation_id: str,
         after: str | None,
         limit: int,
-        consistent: bool = True,
     ) -> list[Message]:
         saved = self.of(user_id, project_id, conversation_id)
         return [m for m in saved if after is None or m.message_id > after][-limit:]

@@ -218,9 +218,16 @@ class ConversationStore:
         return thread_from(batch_get(self.client, request).get(self._table, []))
 
     def page(
-        self, user_id: str, project_id: str, archived: bool, limit: int, cursor: str | None
+        self,
+        user_id: str,
+        project_id: str,
+        archived: bool,
+        limit: int,
+        cursor: str | None,
+        consistent: bool = False,
     ) -> tuple[list[Conversation], str | None]:
-        """The caller's threads, most recently updated first."""
+        """The caller's threads, most recently updated first. ``consistent``: see every
+        write acknowledged before (the index is local, so it may be read that way)."""
         owner = owner_key(user_id, project_id)
         query: dict[str, Any] = {
             "TableName": self._table,
@@ -233,6 +240,7 @@ class ConversationStore:
             },
             "ScanIndexForward": False,
             "Limit": limit,
+            "ConsistentRead": consistent,
         }
         if cursor:
             start = decode_cursor(cursor, {"recency", "conversationId"})
@@ -287,7 +295,10 @@ class ConversationStore:
             yield thread
 
     def latest(self, user_id: str, project_id: str) -> Conversation | None:
-        rows, _ = self.page(user_id, project_id, archived=False, limit=1, cursor=None)
+        """Strongly consistent: a turn sent right after another must find its thread."""
+        rows, _ = self.page(
+            user_id, project_id, archived=False, limit=1, cursor=None, consistent=True
+        )
         return rows[0] if rows else None
 
     def update(self, conversation: Conversation) -> Conversation:

@@ -102,11 +102,9 @@ class MessageStore:
         conversation_id: str,
         after: str | None,
         limit: int,
-        consistent: bool = True,
     ) -> list[Message]:
         """The last ``limit`` messages after ``after`` (a clear-context marker), oldest first.
-        ``consistent=False`` halves the read units where the newest write is known to be
-        old (a session pruned after a day idle)."""
+        Strongly consistent: a turn's window must hold the turn saved just before it."""
         condition = "#thread = :thread"
         values: dict[str, Any] = {
             ":thread": to_value(thread_key(user_id, project_id, conversation_id))
@@ -124,7 +122,7 @@ class MessageStore:
             ExpressionAttributeValues=values,
             ScanIndexForward=False,
             Limit=limit,
-            ConsistentRead=consistent,
+            ConsistentRead=True,
         )
         return [message_from(item) for item in reversed(result["Items"])]
 
