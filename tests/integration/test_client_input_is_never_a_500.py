@@ -56,6 +56,9 @@ CONTENT_TYPES = st.sampled_from(
     [
         "application/json",
         "application/json; charset=utf-8",
+        "Application/JSON",
+        "APPLICATION/JSON; charset=UTF-8",
+        "application/jsonx",
         "text/plain",
         "application/x-www-form-urlencoded",
         "multipart/form-data; boundary=x",

@@ -176,6 +176,29 @@ def test_a_body_that_is_not_json_is_415_never_500(alice: Api) -> None:
         assert reply.body["error"]["code"] == "unsupported_media_type"
 
 
+def test_a_json_media_type_is_read_in_any_case_and_only_exactly(
+    alice: Api, make_project: Callable[..., str]
+) -> None:
+    # Media types are case-insensitive (RFC 9110 8.3.1); their parameters may follow
+    project = make_project(alice)
+    for content_type in (
+        "Application/JSON",
+        "APPLICATION/JSON; charset=UTF-8",
+        " application/json ",
+    ):
+        headers = {"content-type": content_type}
+        created = alice.post("/projects", {"name": "x"}, headers=headers)
+        assert created.status == 201, (content_type, created)
+        said = alice.post(f"/projects/{project}/chat", {"message": "hi"}, headers=headers)
+        assert said.status == 200, (content_type, said)
+        thread = alice.post(f"/projects/{project}/conversations", None, headers=headers)
+        assert thread.status == 201, (content_type, thread)
+    # and a type that only starts like JSON's is not JSON
+    for content_type in ("application/jsonx", "application/json-patch+json"):
+        reply = alice.post("/projects", {"name": "x"}, headers={"content-type": content_type})
+        assert reply.status == 415, (content_type, reply)
+
+
 def test_an_oversized_body_is_413(alice: Api) -> None:
     reply = alice.post("/projects", {"name": "x", "context": {"notes": "x" * 300_000}})
     assert reply.status == 413

@@ -59,6 +59,7 @@ BODY_LIMITS = {"POST /projects/{projectId}/import": "import_max_bytes"}
 
 # Statuses that say "the same request may succeed later", so they carry Retry-After.
 RETRY_LATER = {429, 503}
+JSON = "application/json"
 
 
 def error_response(
@@ -193,15 +194,18 @@ class JsonResolver(APIGatewayHttpResolver):
         if size > limit:
             return _raw_error(413, TooLarge.code, f"The request body is over {limit} bytes.")
         headers = {str(key).lower(): value for key, value in (event.get("headers") or {}).items()}
-        content_type = str(headers.get("content-type") or "application/json").lower()
+        media_type = str(headers.get("content-type") or JSON).split(";", 1)[0].strip().lower()
         method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
         sends_body = bool(body) or method in {"POST", "PUT", "PATCH"}
-        if sends_body and not content_type.startswith("application/json"):
+        if sends_body and media_type != JSON:
             return _raw_error(
                 415,
                 "unsupported_media_type",
                 "Send the body as JSON with the header content-type: application/json.",
             )
+        # Media types are case-insensitive (RFC 9110); Powertools' body parser matches the
+        # lower-case spelling only, and refuses any other with an exception (a 500).
+        event = {**event, "headers": {**headers, "content-type": JSON}}
         text = _body_text(body, bool(event.get("isBase64Encoded")))
         if text is None:
             return _raw_error(400, "malformed_json", "The request body is not UTF-8 text.")
