@@ -295,11 +295,15 @@ def test_a_budget_survives_a_role_change_and_clears_with_an_empty_body(
 ) -> None:
     project = make_project(alice, {bob: "editor"})
     assert set_budget(alice, project, bob, turnsPerMonth=9).status == 200
-    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "viewer"}).status == 200
+    changed = alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "viewer"})
+    again = alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "viewer"})
     members = alice.get(f"/projects/{project}/members").body["members"]
     [shown] = [member for member in members if member["userId"] == bob.sub]
     assert shown["role"] == "viewer"
     assert shown["budget"]["turnsPerMonth"] == 9
+    # and each answer is the member as stored: the budget kept, and when they were added
+    assert (changed.status, again.status) == (200, 200)
+    assert changed.body == again.body == shown
     cleared = set_budget(alice, project, bob)
     assert cleared.status == 200
     assert cleared.body["budget"] is None

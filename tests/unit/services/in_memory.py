@@ -50,6 +50,7 @@ from recall.store.projects import ROLE_LOST
 from recall.store.turns import ConversationChanged, SavedTurn, TurnReads
 
 Thread = tuple[str, str, str]  # user, project, conversation
+ADDED_AT = "2025-01-01T00:00:00.000Z"
 
 
 def _now_stamp() -> str:
@@ -95,6 +96,13 @@ class InMemoryProjects:
 
     def role_of(self, project_id: str, user_id: str) -> Role | None:
         return self.roles.get((project_id, user_id))
+
+    def member_of(self, project_id: str, user_id: str) -> Member | None:
+        """Added when the fake began: it keeps roles only."""
+        role = self.roles.get((project_id, user_id))
+        if role is None:
+            return None
+        return Member(project_id=project_id, user_id=user_id, role=role, added_at=ADDED_AT)
 
     def update(
         self,

@@ -103,15 +103,21 @@ class ProjectService:
                 [{"field": "userId", "message": f"1 to {USER_ID_MAX_BYTES} bytes, no '#'"}],
             )
         for attempt in range(self._settings.member_change_attempts):
-            before = self._projects.role_of(project_id, member_id)
-            member = Member(
-                project_id=project_id,
-                user_id=member_id,
-                role=role,
-                added_at=clock.stamp(clock.now()),
+            held = self._projects.member_of(project_id, member_id)
+            before = held.role if held is not None else None
+            if held is not None and before is role:
+                return held, False
+            # A role change keeps when they were added and their budget; the answer says so.
+            member = (
+                held.model_copy(update={"role": role})
+                if held is not None
+                else Member(
+                    project_id=project_id,
+                    user_id=member_id,
+                    role=role,
+                    added_at=clock.stamp(clock.now()),
+                )
             )
-            if before is role:
-                return member, False
             self._still_owner_if_self(user_id, member_id, before)
             self._guard_last_owner(project_id, owner_delta(before, role))
             try:

@@ -396,14 +396,14 @@ class ProjectStore:
                 }
             }
         else:
-            # An update, not a put: a role change keeps the member's budget.
-            names.update({"#role": "role", "#addedAt": "addedAt"})
-            values.update({":after": to_value(after.value), ":addedAt": to_value(member.added_at)})
+            # An update, not a put: a role change keeps the member's budget and addedAt.
+            names["#role"] = "role"
+            values[":after"] = to_value(after.value)
             change = {
                 "Update": {
                     "TableName": self._table,
                     "Key": member_key(member.project_id, member.user_id),
-                    "UpdateExpression": "SET #role = :after, #addedAt = :addedAt",
+                    "UpdateExpression": "SET #role = :after",
                     "ConditionExpression": condition,
                     "ExpressionAttributeNames": names,
                     "ExpressionAttributeValues": values,
