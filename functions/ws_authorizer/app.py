@@ -16,6 +16,7 @@ import jwt
 
 from recall.observability import logger
 from recall.settings import get_settings
+from recall.store.keys import fits_user_id
 
 ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384"]
 # The one message API Gateway turns into a 401 on the upgrade.
@@ -65,6 +66,9 @@ def verified_subject(token: str) -> str:
     subject = claims["sub"]
     if not isinstance(subject, str) or not subject.strip():
         raise jwt.InvalidTokenError("the token names no subject")
+    if not fits_user_id(subject):
+        # Every frame would be refused (401); refuse the upgrade instead, as documented.
+        raise jwt.InvalidTokenError("the token's subject is not one this API can serve")
     return subject
 
 

@@ -172,6 +172,14 @@ def test_a_token_signed_by_another_key_is_refused(authorizer: ModuleType, issuer
     refused(authorizer, query=token(issuer, key=OTHER_KEY))
 
 
+def test_a_subject_no_key_can_hold_is_refused_at_the_upgrade(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    refused(authorizer, query=token(issuer, sub="auth0#bob"))
+    refused(authorizer, query=token(issuer, sub="b" * 1_018))
+    assert connect(authorizer, query=token(issuer, sub="b" * 1_017))["principalId"] == "b" * 1_017
+
+
 def test_an_unsigned_demo_token_is_refused(authorizer: ModuleType) -> None:
     from local.server import demo_token
 
