@@ -221,7 +221,9 @@ class JsonResolver(APIGatewayHttpResolver):
             )
         if method in {"POST", "PUT", "PATCH"} and _is_json_array(text):
             # Powertools would take an array's first item as the body; no route takes one.
-            return _raw_error(422, Invalid.code, "The request body is a JSON object, not an array.")
+            return _raw_error(
+                422, Invalid.code, "The request body must be a JSON object, not an array."
+            )
         project_id = (event.get("pathParameters") or {}).get("projectId")
         if project_id is not None and not fits_id(str(project_id)):
             # No one has a role on a project id no project can have: the stranger's 403.

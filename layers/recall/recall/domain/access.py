@@ -18,8 +18,8 @@ _RANK = {Role.VIEWER: 1, Role.EDITOR: 2, Role.OWNER: 3}
 
 _WHAT = {
     Role.VIEWER: "read this project",
-    Role.EDITOR: "change this project's conversations and memory",
-    Role.OWNER: "manage this project's members",
+    Role.EDITOR: "change this project (its conversations, memory, presets and settings)",
+    Role.OWNER: "do what only the project's owners do (members, budgets, deleting it)",
 }
 
 

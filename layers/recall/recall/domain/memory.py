@@ -166,7 +166,8 @@ def check_value(value: str, max_chars: int) -> str:
     cleaned = plain_text(value)
     if not shows_something(cleaned) or len(cleaned) > max_chars:
         raise Invalid(
-            f"A memory value is plain text of 1 to {max_chars} characters.",
+            f"A memory value is plain text of 1 to {max_chars} characters, at least one of "
+            "them visible.",
             [{"field": "value", "message": f"1 to {max_chars} characters"}],
         )
     return cleaned

@@ -49,7 +49,11 @@ class TurnMemory:
         if place not in self._held and not self._holds(place):
             cap = self._cap(entry.conversation_id)
             if self._count(entry.conversation_id) >= cap:
-                where = "this project" if entry.conversation_id is None else "this conversation"
+                where = (
+                    "your memory in this project"
+                    if entry.conversation_id is None
+                    else "this conversation"
+                )
                 raise Conflict(
                     f"Memory is full: {where} already holds {cap} {entry.scope} entries. "
                     f"Update or forget one before adding {entry.key!r}."

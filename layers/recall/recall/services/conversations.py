@@ -161,7 +161,8 @@ class ConversationService:
         cleaned = " ".join(title.split())
         if not shows_something(cleaned) or len(cleaned) > self._settings.title_max_chars:
             raise Invalid(
-                f"A title is 1 to {self._settings.title_max_chars} characters.",
+                f"A title is 1 to {self._settings.title_max_chars} characters, at least one "
+                "of them visible.",
                 [
                     {
                         "field": "title",

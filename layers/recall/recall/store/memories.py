@@ -441,7 +441,9 @@ class MemoryStore:
         """An explicit write over the cap is the caller's to resolve; a background one is
         dropped, and said so in the log."""
         cap = self._transactions.cap(entry.conversation_id)
-        where = "this project" if entry.conversation_id is None else "this conversation"
+        where = (
+            "your memory in this project" if entry.conversation_id is None else "this conversation"
+        )
         if not background:
             raise Conflict(
                 f"Memory is full: {where} already holds {cap} {entry.scope} entries. Update or "
