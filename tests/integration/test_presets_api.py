@@ -307,6 +307,30 @@ def test_a_turn_in_a_thread_without_memory_queues_no_extraction(
     assert [job.kind.value for job in queued] == (["extract"] if sends_memory else [])
 
 
+@pytest.mark.parametrize("where", ["a preset", "the project", "a thread"])
+def test_a_temperature_too_small_to_store_is_422_and_the_smallest_storable_is_kept(
+    alice: Api, make_project: MakeProject, where: str
+) -> None:
+    project = make_project(alice)
+    thread = alice.post(f"/projects/{project}/conversations", {}).body["id"]
+
+    def send(temperature: float) -> Any:
+        settings = {"settings": {"temperature": temperature}}
+        if where == "a preset":
+            return alice.post(f"/projects/{project}/presets", {"name": "t", **settings})
+        if where == "the project":
+            return alice.patch(f"/projects/{project}", settings)
+        return alice.patch(f"/projects/{project}/conversations/{thread}", settings)
+
+    # DynamoDB stores no magnitude under 1e-130 (moto does): refused before the store
+    refused = send(1e-200)
+    assert refused.status == 422, refused
+    assert [d["field"] for d in refused.body["error"]["details"]] == ["settings.temperature"]
+    assert send(5e-324).status == 422
+    kept = send(1e-130)
+    assert kept.status in (200, 201), kept
+
+
 def test_a_deleted_preset_leaves_its_threads_their_copy(
     alice: Api, make_project: MakeProject
 ) -> None:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from recall.domain.memory import shows_something
+from recall.domain.numbers import storable_number
 from recall.errors import Invalid
 
 
@@ -122,8 +123,9 @@ def checked_settings(settings: ThreadSettings, limits: SettingLimits, field: str
                 "allowed": [limits.default_model, *allowed],
             }
         )
-    if settings.temperature is not None and not 0 <= settings.temperature <= 1:
-        details.append({"field": f"{field}.temperature", "message": "from 0 to 1"})
+    temperature = settings.temperature
+    if temperature is not None and not (0 <= temperature <= 1 and storable_number(temperature)):
+        details.append({"field": f"{field}.temperature", "message": "0, or from 1e-130 to 1"})
     if settings.max_tokens is not None and not 1 <= settings.max_tokens <= limits.max_tokens_limit:
         details.append(
             {"field": f"{field}.maxTokens", "message": f"from 1 to {limits.max_tokens_limit}"}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-import math
 import re
 from typing import Any
 
@@ -11,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from recall.domain.access import Role
 from recall.domain.memory import shows_something
+from recall.domain.numbers import storable_number
 from recall.domain.presets import ThreadSettings
 from recall.domain.usage import Budget
 from recall.errors import Invalid
@@ -18,29 +17,6 @@ from recall.errors import Invalid
 ContextValue = str | int | float | bool
 
 _ATTRIBUTE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
-
-# What a DynamoDB number can hold: 38 significant digits, magnitude 1E-130 to under 1E+126.
-NUMBER_MAX_DIGITS = 38
-NUMBER_MIN_EXPONENT = -130
-NUMBER_MAX_EXPONENT = 125
-
-
-def storable_number(value: int | float) -> bool:
-    """Whether DynamoDB can store ``value`` exactly as sent: finite, at most 38 significant
-    digits, zero or of magnitude 1E-130 to under 1E+126. Anything else would fail the
-    write (a 500), so it is refused before the store sees it."""
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, float) and not math.isfinite(value):
-        return False
-    number = Decimal(value) if isinstance(value, int) else Decimal(repr(value))
-    if number.is_zero():
-        return True
-    significant = "".join(map(str, number.as_tuple().digits)).strip("0")
-    return (
-        len(significant) <= NUMBER_MAX_DIGITS
-        and NUMBER_MIN_EXPONENT <= number.adjusted() <= NUMBER_MAX_EXPONENT
-    )
 
 
 class Project(BaseModel):
