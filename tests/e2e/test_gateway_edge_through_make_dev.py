@@ -202,7 +202,7 @@ def test_a_chunked_body_is_read_and_the_connection_goes_on(wire: Wire) -> None:
 
 @pytest.mark.parametrize(
     "chunks",
-    [b"zz\r\n{}\r\n0\r\n\r\n", b"2\r\n{}XX0\r\n\r\n", b"-2\r\n{}\r\n0\r\n\r\n"],
+    [b"zz\r\n{}\r\n0\r\n\r\n", b"2\r\n{}0\r\n\r\n", b"-2\r\n{}\r\n0\r\n\r\n"],
     ids=["size not hex", "no line end after the chunk", "negative size"],
 )
 def test_a_chunked_body_framed_wrongly_is_400(wire: Wire, chunks: bytes) -> None:
