@@ -307,7 +307,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if len(chunk) < size or self.rfile.readline(2) not in {b"\r\n", b"\n"}:
                 return Reply.of_json(400, BAD_REQUEST)
             parts.append(chunk)
-        for _ in range(TRAILER_LINES_MAX):  # trailers are read and dropped, as API Gateway does
+        # Trailers are read and dropped: no field of the event holds them.
+        for _ in range(TRAILER_LINES_MAX):
             line = self.rfile.readline(CHUNK_LINE_MAX_BYTES + 1)
             if line.strip() == b"":
                 return b"".join(parts)
