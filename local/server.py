@@ -12,19 +12,23 @@ server is for local use only."""
 from __future__ import annotations
 
 import base64
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import json
 import os
 from pathlib import Path
+import re
 import signal
+import socket
 import sys
 import threading
 import time
 import traceback
 from types import FrameType
 from typing import Any
+from urllib.parse import unquote_to_bytes
 import warnings
 
 import boto3
@@ -41,11 +45,42 @@ NOT_FOUND = {"message": "Not Found"}
 BAD_REQUEST = {"message": "Bad Request"}
 UNAUTHORIZED = {"message": "Unauthorized"}
 INTERNAL_ERROR = {"message": "Internal Server Error"}
+TOO_LONG = {"message": "Request Too Long"}
+NOT_IMPLEMENTED = {"message": "Not Implemented"}
 LOCAL_JOBS = "/_local/jobs/"
 AUTH_WARNING = (
     "Local auth reads the JWT's sub claim WITHOUT checking its signature: "
     "for local use only, never expose this server."
 )
+
+
+BODY_MAX_BYTES = 6_291_456
+"""Lambda's limit on a synchronous invocation's payload (6 MB): API Gateway answers a
+larger request 413 ``{"message": "Request Too Long"}`` without invoking anything (its own
+limit, 10 MB, is above it). Past it the server reads nothing more of the body."""
+CHUNK_LINE_MAX_BYTES = 4096
+"""A chunk's size line (with any extensions), and each trailer line, at most."""
+CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+TRAILER_LINES_MAX = 100
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 1_048_576
+"""After refusing a body it has not read, the server reads and drops this much of it for
+this long before closing, so the client reads the answer instead of a reset connection."""
+
+
+def gateway_path(raw: str) -> str | None:
+    """The path as API Gateway's HTTP API routes it and hands it to the function: percent-
+    decoded once, as UTF-8, into ``rawPath`` and ``pathParameters`` alike (so ``%2F``
+    separates segments like ``/``). ``raw`` is the request line's, one character a byte
+    (``http.server`` reads it as Latin-1). None when the bytes are not UTF-8 text."""
+    try:
+        data = raw.encode("latin-1")
+    except UnicodeEncodeError:  # already text, not the request line's bytes
+        data = raw.encode()
+    try:
+        return unquote_to_bytes(data).decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def _b64url(raw: bytes) -> str:
@@ -157,17 +192,20 @@ def handle(
     body: bytes | None,
     store: embedded.EmbeddedStore | None = None,
 ) -> Reply:
-    """One request through API Gateway's steps: route, authorize, build the event, invoke.
-    With ``store``, the local-only job route is served too; a path no route takes may be
-    one of the web console's files (``local/static.py``)."""
-    path, _, query = target.partition("?")
+    """One request through API Gateway's steps: decode the path, route, authorize, build
+    the event, invoke. With ``store``, the local-only job route is served too; a path no
+    route takes may be one of the web console's files (``local/static.py``)."""
+    raw_path, _, query = target.partition("?")
     if cors.is_preflight(method, headers):
         return Reply(204, cors.preflight_headers(headers.get("origin")))
-    if store is not None and path.startswith(LOCAL_JOBS):
-        return local_job(method, path, store)
+    if store is not None and raw_path.startswith(LOCAL_JOBS):
+        return local_job(method, raw_path, store)
+    path = gateway_path(raw_path)
+    if path is None:
+        return Reply.of_json(400, BAD_REQUEST)
     found = runtime.match_route(method, path)
     if found is None:  # not the API's: the web console's files, else API Gateway's 404
-        page = static.console_file(method, path)
+        page = static.console_file(method, raw_path)
         return (
             Reply.of_json(404, NOT_FOUND)
             if page is None
@@ -206,14 +244,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if websocket.is_upgrade(self.path, headers):
             websocket.serve(self, subject_of)
             return
-        length = headers.get("content-length") or "0"
-        if length.isdigit():
-            body = self.rfile.read(int(length)) if int(length) else None
-            store = getattr(self.server, "store", None)
-            reply = handle(self.command, self.path, headers, body, store)
+        body = self._body(headers)
+        if isinstance(body, Reply):
+            reply = body
+            self.close_connection = True  # the rest of the body is never read
         else:
-            self.close_connection = True
-            reply = Reply.of_json(400, BAD_REQUEST)
+            store = getattr(self.server, "store", None)
+            reply = handle(self.command, self.path, headers, body or None, store)
         reply.headers.update(cors.answer_headers(headers.get("origin")))
         elapsed = (time.perf_counter() - started) * 1000
         print(f"{self.command} {self.path} {reply.status} {elapsed:.0f}ms", flush=True)
@@ -224,9 +261,82 @@ class _RequestHandler(BaseHTTPRequestHandler):
         for cookie in reply.cookies:
             self.send_header("Set-Cookie", cookie)
         self.send_header("Content-Length", str(len(reply.body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(reply.body)
+        if isinstance(body, Reply):
+            self._linger()
+
+    def _body(self, headers: dict[str, str]) -> bytes | Reply:
+        """The request's body as HTTP/1.1 frames it (``Content-Length`` or chunked), or the
+        answer when it cannot be read: 413 past ``BODY_MAX_BYTES`` (read no further), 400
+        for framing that is not HTTP/1.1's, 501 for a transfer coding other than chunked."""
+        coding = headers.get("transfer-encoding")
+        if coding is not None:
+            codings = [part.strip().lower() for part in coding.split(",")]
+            if codings[-1] != "chunked" or "content-length" in headers:
+                return Reply.of_json(400, BAD_REQUEST)
+            if codings != ["chunked"]:
+                return Reply.of_json(501, NOT_IMPLEMENTED)
+            return self._chunked()
+        length = _declared_length(headers)
+        if length is None:
+            return Reply.of_json(400, BAD_REQUEST)
+        if length > BODY_MAX_BYTES:
+            return Reply.of_json(413, TOO_LONG)
+        return self.rfile.read(length) if length else b""
+
+    def _chunked(self) -> bytes | Reply:
+        """A chunked body, each chunk counted against ``BODY_MAX_BYTES`` before it is read."""
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(CHUNK_LINE_MAX_BYTES + 1)
+            found = CHUNK_SIZE.fullmatch(line.split(b";", 1)[0].strip())
+            if found is None or len(line) > CHUNK_LINE_MAX_BYTES or not line.endswith(b"\n"):
+                return Reply.of_json(400, BAD_REQUEST)
+            size = int(found[0], 16)
+            if size == 0:
+                break
+            total += size
+            if total > BODY_MAX_BYTES:
+                return Reply.of_json(413, TOO_LONG)
+            chunk = self.rfile.read(size)
+            if len(chunk) < size or self.rfile.readline(2) not in {b"\r\n", b"\n"}:
+                return Reply.of_json(400, BAD_REQUEST)
+            parts.append(chunk)
+        # Trailers are read and dropped: no field of the event holds them.
+        for _ in range(TRAILER_LINES_MAX):
+            line = self.rfile.readline(CHUNK_LINE_MAX_BYTES + 1)
+            if line.strip() == b"":
+                return b"".join(parts)
+            if len(line) > CHUNK_LINE_MAX_BYTES:
+                break
+        return Reply.of_json(400, BAD_REQUEST)
+
+    def _linger(self) -> None:
+        """Drop what the client still sends of a refused body for a while, then close."""
+        with suppress(OSError):
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(LINGER_SECONDS)
+            deadline = time.monotonic() + LINGER_SECONDS
+            dropped = 0
+            while dropped < LINGER_BYTES and time.monotonic() < deadline:
+                received = self.connection.recv(65536)
+                if not received:
+                    break
+                dropped += len(received)
+
+    def handle_expect_100(self) -> bool:
+        """``Expect: 100-continue`` for a body over the limit gets the 413 instead of the
+        go-ahead, so the client never sends it."""
+        length = _declared_length({"content-length": self.headers.get("content-length", "")})
+        if length is not None and length > BODY_MAX_BYTES:
+            return True
+        return super().handle_expect_100()
 
     # http.server dispatches on do_<METHOD>; every method takes the same path.
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815
@@ -234,6 +344,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: ``_serve`` prints one shorter line per request."""
+
+
+def _declared_length(headers: dict[str, str]) -> int | None:
+    """``Content-Length`` as a number (0 when absent), or None when it is not one. A value
+    too long to be under the limit is reported as just over it."""
+    text = headers.get("content-length") or "0"
+    if not (text.isascii() and text.isdigit()):
+        return None
+    significant = text.lstrip("0")
+    return int(significant or "0") if len(significant) <= 18 else BODY_MAX_BYTES + 1
 
 
 REQUEST_BACKLOG = 128

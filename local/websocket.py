@@ -35,6 +35,7 @@ from wsproto.events import (
     Request,
     TextMessage,
 )
+from wsproto.utilities import RemoteProtocolError
 
 from local import runtime, template
 from recall.api.stream import Connection, ConnectionGone, Frame
@@ -43,6 +44,8 @@ from recall.wiring import stream_links
 PATH = "/ws"
 STAGE = "local"
 UNAUTHORIZED = b'{"message":"Unauthorized"}'
+BAD_REQUEST = b'{"message":"Bad Request"}'
+UPGRADE_REQUIRED = b'{"message":"Upgrade Required"}'
 
 
 def is_upgrade(target: str, headers: dict[str, str]) -> bool:
@@ -200,6 +203,39 @@ def route_of(body: str) -> str:
     return "chat" if isinstance(document, dict) and document.get("action") == "chat" else "$default"
 
 
+def _is_key(values: list[str]) -> bool:
+    """Whether the handshake has one ``Sec-WebSocket-Key`` that is 16 bytes in base64, as
+    RFC 6455 asks (none at all is left to wsproto, which refuses it too)."""
+    if not values:
+        return True
+    if len(values) > 1:
+        return False
+    try:
+        return len(base64.b64decode(values[0].strip(), validate=True)) == 16
+    except ValueError:
+        return False
+
+
+def _reject(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    body: bytes,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Answer a handshake that is not one with a plain HTTP response, then close."""
+    reason = {400: "Bad Request", 426: "Upgrade Required"}.get(status, "Error")
+    head = [f"HTTP/1.1 {status} {reason}".encode()]
+    head += [
+        b"content-type: application/json",
+        f"content-length: {len(body)}".encode(),
+        b"connection: close",
+    ]
+    head += [name + b": " + value for name, value in headers or []]
+    with suppress(OSError):
+        handler.connection.sendall(b"\r\n".join(head) + b"\r\n\r\n" + body)
+    print(f"{handler.command} {PATH} {status} (not a WebSocket handshake)", flush=True)
+
+
 def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
     """Run one WebSocket connection on ``handler``'s socket until it closes. ``subject_of``
     is the local server's token check (the ``sub``, or None for a 401)."""
@@ -207,9 +243,22 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
     state = WSConnection(ConnectionType.SERVER)
     lines = [f"{handler.command} {handler.path} HTTP/1.1"]
     lines += [f"{key}: {value}" for key, value in handler.headers.items()]
-    state.receive_data(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    if not _is_key(handler.headers.get_all("sec-websocket-key") or []):
+        _reject(handler, 400, BAD_REQUEST)
+        return
+    try:
+        state.receive_data(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    except RemoteProtocolError as malformed:
+        # Not a WebSocket handshake (RFC 6455 section 4.2.1): 400, or 426 naming the
+        # version this server speaks when the client asked for another.
+        hint = malformed.event_hint
+        status = hint.status_code if isinstance(hint, RejectConnection) else 400
+        extra = hint.headers if isinstance(hint, RejectConnection) and status == 426 else []
+        _reject(handler, status, UPGRADE_REQUIRED if status == 426 else BAD_REQUEST, extra)
+        return
     request = next((event for event in state.events() if isinstance(event, Request)), None)
     if request is None:
+        _reject(handler, 400, BAD_REQUEST)
         return
     token = token_of(request.target, list(request.subprotocols))
     sub = subject_of(token) if token else None
