@@ -160,6 +160,20 @@ def test_a_user_lists_only_the_projects_they_belong_to(
     assert bobs_own not in listed
 
 
+def test_a_member_id_of_any_characters_but_a_slash_and_hash_reaches_the_route(
+    alice: Api, make_project: Callable[..., str]
+) -> None:
+    # API Gateway decodes the path, so a segment can hold what a route pattern may not expect
+    project = make_project(alice)
+    for member in ('auth0|bob "x"', "zoë😀?", "back\\slash", "tab\tbed"):
+        added = alice.put(f"/projects/{project}/members/{member}", {"role": "viewer"})
+        assert added.status == 201, (member, added)
+        assert added.body["userId"] == member
+    for member in ("a#b", " ", "\t"):
+        refused = alice.put(f"/projects/{project}/members/{member}", {"role": "viewer"})
+        assert refused.status == 422, (member, refused)
+
+
 def test_a_bad_role_is_422_listing_the_roles(
     alice: Api, bob: Api, make_project: Callable[..., str]
 ) -> None:

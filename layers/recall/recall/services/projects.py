@@ -99,8 +99,13 @@ class ProjectService:
         self._access.require(user_id, project_id, Role.OWNER)
         if not fits_user_id(member_id):
             raise Invalid(
-                f"A user id is 1 to {USER_ID_MAX_BYTES} bytes without '#'.",
-                [{"field": "userId", "message": f"1 to {USER_ID_MAX_BYTES} bytes, no '#'"}],
+                f"A user id is 1 to {USER_ID_MAX_BYTES} bytes without '#', not all blank.",
+                [
+                    {
+                        "field": "userId",
+                        "message": f"1 to {USER_ID_MAX_BYTES} bytes, no '#', not blank",
+                    }
+                ],
             )
         for attempt in range(self._settings.member_change_attempts):
             held = self._projects.member_of(project_id, member_id)

@@ -32,8 +32,9 @@ def _fits(value: str, max_bytes: int) -> bool:
 
 
 def fits_user_id(user_id: str) -> bool:
-    """Whether ``user_id`` can go into every key that holds a user id."""
-    return _fits(user_id, USER_ID_MAX_BYTES)
+    """Whether ``user_id`` can go into every key that holds a user id, and could be a
+    token's ``sub`` (never blank)."""
+    return _fits(user_id, USER_ID_MAX_BYTES) and bool(user_id.strip())
 
 
 def fits_id(value: str) -> bool:
