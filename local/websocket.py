@@ -39,6 +39,7 @@ from wsproto.utilities import RemoteProtocolError
 
 from local import runtime, template
 from recall.api.stream import Connection, ConnectionGone, Frame
+from recall.store.keys import fits_user_id
 from recall.wiring import stream_links
 
 PATH = "/ws"
@@ -262,7 +263,7 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
         return
     token = token_of(request.target, list(request.subprotocols))
     sub = subject_of(token) if token else None
-    if sub is None:
+    if sub is None or not fits_user_id(sub):  # as the $connect authorizer refuses it
         handler.connection.sendall(
             state.send(
                 RejectConnection(

@@ -123,6 +123,11 @@ def test_a_connect_without_a_usable_token_is_refused_with_401(dev_server: DevSer
     bad: Any = ["bearer", "not-a-jwt"]
     with pytest.raises(InvalidStatus):
         connect(ws_url(dev_server), subprotocols=bad)
+    # a subject no key can hold would have every frame refused: refused at the upgrade
+    for subject in ("auth0#bob", "b" * 1_018):
+        with pytest.raises(InvalidStatus) as refused:
+            connect(f"{ws_url(dev_server)}?token={demo_token(subject)}")
+        assert refused.value.response.status_code == 401
 
 
 def test_done_is_exactly_what_post_chat_answers_for_the_same_turn(
