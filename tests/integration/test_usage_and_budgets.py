@@ -354,6 +354,29 @@ def test_two_turns_racing_into_a_new_day_are_both_counted(
     assert usage(alice, project, "month")["usage"]["turns"] == 4
 
 
+def test_an_earlier_period_says_what_was_spent_and_a_later_one_is_422(
+    alice: Api, bob: Api, make_project: MakeProject, time_at: Clock
+) -> None:
+    # Given bob's budget of three turns a day, and one turn of his on 2026-11-29
+    project = make_project(alice, {bob: "editor"})
+    assert set_budget(alice, project, bob, turnsPerDay=3).status == 200
+    chat(bob, project, "Hello")
+    # When the next day asks for that day, for itself by its date, and for days to come
+    time_at.at += timedelta(days=1)
+    earlier = usage(bob, project, "day", "2026-11-29")
+    today = usage(bob, project, "day", "2026-11-30")
+    # Then the earlier day is what was spent, with no reset or remaining: it is over
+    assert earlier["usage"]["turns"] == 1
+    assert (earlier["resetsAt"], earlier["remaining"]) == (None, None)
+    assert today["resetsAt"] == "2026-12-01T00:00:00.000Z"
+    assert today["remaining"] == {"turns": 3, "tokens": None}
+    assert usage(bob, project, "month", "2026-11")["remaining"]["turns"] is None
+    for period, date in (("day", "2026-12-01"), ("month", "2026-12")):
+        later = bob.get(f"/projects/{project}/usage", query=f"period={period}&date={date}")
+        assert later.status == 422, (period, later)
+        assert later.body["error"]["details"][0]["field"] == "date"
+
+
 def test_background_jobs_model_calls_are_counted_per_project(
     alice: Api, bob: Api, make_project: MakeProject, time_at: Clock
 ) -> None:

@@ -96,10 +96,12 @@ class UsageReportView(View):
     user_id: str
     period: Period
     date: str
-    resets_at: str
+    resets_at: str | None = Field(description="None for an earlier period: it is over.")
     usage: UsageTotalsView
     budget: BudgetView | None
-    remaining: RemainingView
+    remaining: RemainingView | None = Field(
+        description="What the current budget leaves; None for an earlier period."
+    )
     members: list[MemberUsageView] | None = Field(
         default=None, description="Every member's usage in the period: owners only."
     )
@@ -120,10 +122,12 @@ class UsageReportView(View):
             user_id=user_id,
             period=report.period,
             date=report.date,
-            resets_at=clock.stamp(report.resets_at),
+            resets_at=clock.stamp(report.resets_at) if report.resets_at else None,
             usage=UsageTotalsView.of(counts),
             budget=BudgetView.of(budget),
-            remaining=RemainingView(
+            remaining=None
+            if report.resets_at is None
+            else RemainingView(
                 tokens=None if tokens_limit is None else max(0, tokens_limit - counts.total_tokens),
                 turns=None if turns_limit is None else max(0, turns_limit - counts.turns),
             ),

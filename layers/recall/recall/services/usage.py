@@ -41,7 +41,8 @@ class MemberSpend:
 class UsageReport:
     period: Period
     date: str
-    resets_at: datetime
+    # ``None`` for an earlier period: budgets and resets are the current period's.
+    resets_at: datetime | None
     counts: Counts
     budget: Budget | None
     # Every member's (owners only; ``None`` for anyone else).
@@ -69,6 +70,12 @@ class UsageService:
         owner = mine.role is Role.OWNER
         now = clock.now()
         day, month, start = _period(period, date, now)
+        current = (day or month) == (day_of(now) if period == "day" else month_of(now))
+        if not current and start > now:
+            raise Invalid(
+                f"That {period} has not begun: ask for this {period} or an earlier one.",
+                [{"field": "date", "message": "not in the future"}],
+            )
         # Only an owner sees the others: anyone else reads just their own member item.
         seen = self._projects.members(project_id) if owner else [mine]
         counts = self._usage.members(project_id, [m.user_id for m in seen], day, month)
@@ -76,7 +83,7 @@ class UsageService:
         return UsageReport(
             period=period,
             date=day or month,
-            resets_at=resets_at(period, start),
+            resets_at=resets_at(period, start) if current else None,
             counts=counts.get(user_id, Counts()),
             budget=mine.budget,
             members=[MemberSpend(m, counts[m.user_id]) for m in seen] if owner else None,
