@@ -263,6 +263,7 @@ def test_an_erasure_that_fails_part_way_shows_nothing_and_a_retry_finishes_it(
     # And nobody can add bob back into data still being erased
     again = alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "viewer"})
     assert again.status == 409, again
+    assert again.headers["Retry-After"] == str(get_settings().retry_after_seconds)
     # When bob retries
     retried = bob.delete(f"/projects/{project}/me")
     # Then it is finished, and alice's data was never touched

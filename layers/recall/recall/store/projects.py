@@ -130,6 +130,7 @@ class ProjectStore:
         self._client = client
         self._batch_attempts = settings.batch_retry_attempts
         self._batch_base_seconds = settings.batch_retry_base_seconds
+        self._retry_after = settings.retry_after_seconds
 
     @property
     def client(self) -> DynamoDBClient:
@@ -439,7 +440,7 @@ class ProjectStore:
             if checks_caller and _failed_at(exc, 2):
                 raise Forbidden(ROLE_LOST) from exc
             if before is None and _failed_at(exc, len(items) - 1):
-                raise Conflict(STILL_ERASING) from exc
+                raise Conflict(STILL_ERASING, retry_after=self._retry_after) from exc
             raise translate(exc, "The project's members changed meanwhile.") from exc
 
     def _not_erasing(self, project_id: str, user_id: str) -> Any:
