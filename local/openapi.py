@@ -67,9 +67,11 @@ def document() -> dict[str, Any]:
         components = schema.get("components", {})
         merged["components"]["schemas"].update(components.get("schemas", {}))
         merged["components"]["securitySchemes"].update(components.get("securitySchemes", {}))
-    for operations in merged["paths"].values():
-        for operation in operations.values():
+    for path, operations in merged["paths"].items():
+        for method, operation in operations.items():
             operation["responses"] = _as_answered(operation["responses"])
+            headers = contract.REQUEST_HEADERS.get(f"{method.upper()} {path}", [])
+            operation.setdefault("parameters", []).extend(headers)
     merged["paths"] = dict(sorted(merged["paths"].items()))
     merged["components"]["schemas"] = _referenced(merged)
     return merged

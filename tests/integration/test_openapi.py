@@ -104,3 +104,30 @@ def test_every_error_carries_the_error_body_and_gateway_answers_their_own() -> N
         503,
         504,
     }
+
+
+def test_a_generated_client_can_send_an_idempotency_key_and_read_retry_after() -> None:
+    # Given
+    document = json.loads(openapi.DOCUMENT.read_text())
+    chat = document["paths"]["/projects/{projectId}/chat"]["post"]
+    # When
+    headers = [p for p in chat["parameters"] if p["in"] == "header"]
+    retried = {
+        int(status)
+        for operations in document["paths"].values()
+        for operation in operations.values()
+        for status, response in operation["responses"].items()
+        if "Retry-After" in response.get("headers", {})
+    }
+    # Then the chat turn takes the key the README's retries rely on, and every status
+    # that may say when to try again declares the header
+    assert [(p["name"], p["required"], p["schema"]["maxLength"]) for p in headers] == [
+        ("Idempotency-Key", False, 255)
+    ]
+    assert retried == {409, 429, 503}
+    assert all(
+        "Retry-After" in operation["responses"][str(status)]["headers"]
+        for operations in document["paths"].values()
+        for operation in operations.values()
+        for status in (429, 503)
+    )

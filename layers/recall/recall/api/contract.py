@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseHeader
 from pydantic import BaseModel, Field
 
 if TYPE_CHECKING:
@@ -84,6 +84,31 @@ WHY: dict[int, str] = {
     "chat turn, the model is throttled or unavailable (the turn's messages are saved); "
     "with `Retry-After`.",
     504: "The model timed out; the turn's messages are saved.",
+}
+
+# Statuses whose answer may say when to try again; a generated client reads the header.
+RETRY_AFTER: dict[str, OpenAPIResponseHeader] = {
+    "Retry-After": {
+        "description": "Seconds to wait before trying again, where the answer says to.",
+        "schema": {"type": "integer"},
+    }
+}
+MAY_RETRY_AFTER = frozenset({409, 429, 503})
+
+# Request headers a route reads besides the token, documented as its parameters.
+IDEMPOTENCY_KEY: dict[str, Any] = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": (
+        "Makes the turn safe to send again: the same key (per caller and project) with the "
+        "same body answers what the first answered, without a second turn; with another "
+        "body it is a 422. 1 to 255 characters."
+    ),
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+}
+REQUEST_HEADERS: dict[str, list[dict[str, Any]]] = {
+    "POST /projects/{projectId}/chat": [IDEMPOTENCY_KEY],
 }
 
 SUCCESS: dict[int, str] = {
@@ -178,4 +203,6 @@ def responses(key: str) -> dict[int, OpenAPIResponse]:
                 "description": WHY[status],
                 "content": {"application/json": {"model": body}},
             }
+            if status in MAY_RETRY_AFTER:
+                documented[status]["headers"] = RETRY_AFTER
     return documented
