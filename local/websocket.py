@@ -47,6 +47,9 @@ STAGE = "local"
 UNAUTHORIZED = b'{"message":"Unauthorized"}'
 BAD_REQUEST = b'{"message":"Bad Request"}'
 UPGRADE_REQUIRED = b'{"message":"Upgrade Required"}'
+# API Gateway's WebSocket message limit: past it, the connection is closed with 1009.
+MESSAGE_MAX_BYTES = 128 * 1024
+MESSAGE_TOO_BIG = 1009
 
 
 def is_upgrade(target: str, headers: dict[str, str]) -> bool:
@@ -315,6 +318,7 @@ def _read(
 ) -> None:
     """Frames in until the client closes or leaves; each message is one route invocation."""
     parts: list[str] = []
+    size = 0
     while client.open:
         try:
             received = handler.rfile.read1(65536)
@@ -334,13 +338,19 @@ def _read(
                     return
             elif isinstance(event, TextMessage | BytesMessage):
                 data_part = event.data
-                parts.append(
+                part = (
                     data_part
                     if isinstance(data_part, str)
                     else data_part.decode("utf-8", "replace")
                 )
+                size += len(part.encode("utf-8", "surrogatepass"))
+                if size > MESSAGE_MAX_BYTES:
+                    with suppress(ConnectionGone):
+                        client.send(CloseConnection(code=MESSAGE_TOO_BIG, reason="Message too big"))
+                    return
+                parts.append(part)
                 if event.message_finished:
-                    body, parts = "".join(parts), []
+                    body, parts, size = "".join(parts), [], 0
                     started = time.perf_counter()
                     route = route_of(body)
                     runtime.invoke(

@@ -11,7 +11,7 @@ from typing import Any
 import uuid
 
 import pytest
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from local.server import demo_token
@@ -165,3 +165,25 @@ def test_a_viewer_is_refused_on_the_frame_with_the_http_403(
     assert [frame["type"] for frame in frames] == ["error"]
     assert (frames[0]["status"], frames[0]["body"]) == (403, http.body)
     assert http.status == 403
+
+
+def test_a_message_over_api_gateways_128_kb_closes_the_connection_with_1009(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given a connection, and frames of exactly 128 KiB and one byte more
+    url = f"{ws_url(dev_server)}?token={demo_token(str(user.sub))}"
+
+    def frame(size: int) -> str:
+        padding = size - len(json.dumps({"action": "chat", "pad": ""}))
+        return json.dumps({"action": "chat", "pad": "x" * padding})
+
+    with connect(url) as socket:
+        # When one at the limit is sent, then one over it
+        socket.send(frame(128 * 1024))
+        answered = json.loads(socket.recv(timeout=30))
+        socket.send(frame(128 * 1024 + 1))
+        # Then the first is answered as a frame, and the second closes the connection
+        with pytest.raises(ConnectionClosed) as closed:
+            socket.recv(timeout=30)
+    assert answered["type"] == "error"
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
