@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import threading
+from typing import Any
 
 import pytest
 
@@ -211,6 +212,31 @@ def test_a_json_media_type_is_read_in_any_case_and_only_exactly(
     for content_type in ("application/jsonx", "application/json-patch+json"):
         reply = alice.post("/projects", {"name": "x"}, headers={"content-type": content_type})
         assert reply.status == 415, (content_type, reply)
+
+
+def test_a_422_names_each_field_as_the_client_sent_it_once(
+    alice: Api, make_project: Callable[..., str]
+) -> None:
+    project = make_project(alice)
+
+    def fields(reply: Any) -> list[str]:
+        assert reply.status == 422, reply
+        return [detail["field"] for detail in reply.body["error"]["details"]]
+
+    # a query parameter by its name, as a domain check names it
+    assert fields(alice.get(f"/projects/{project}/conversations", query="limit=abc")) == ["limit"]
+    assert fields(alice.get(f"/projects/{project}/conversations", query="limit=0")) == ["limit"]
+    # a value that fits no branch of a union: once, without the branches pydantic tried
+    nested = alice.patch(f"/projects/{project}", {"context": {"a": {"b": 1}}})
+    assert fields(nested) == ["context.a"]
+    # an import's fields without the format tag in front
+    role = {"role": "bot", "content": "c", "createdAt": "2025-01-01T00:00:00Z"}
+    threads = {"format": "threads", "threads": [{"title": "t", "messages": [role]}]}
+    assert fields(alice.post(f"/projects/{project}/import", threads)) == [
+        "threads.0.messages.0.role"
+    ]
+    export = {"format": "recall.export", "version": 2, "conversations": []}
+    assert "exportedAt" in fields(alice.post(f"/projects/{project}/import", export))
 
 
 def test_an_oversized_body_is_413(alice: Api) -> None:

@@ -94,16 +94,43 @@ def _status_of(error: DomainError) -> int:
     return 400
 
 
-def field_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {
-            "field": ".".join(str(part) for part in error.get("loc", ()) if part != "body")
-            or "body",
-            "message": str(error.get("msg", "")),
-            "type": str(error.get("type", "")),
-        }
-        for error in errors
+# Where a request's value came from, which pydantic puts first in an error's location.
+_SOURCES = frozenset({"body", "query", "path", "header"})
+# The labels pydantic gives a union's branches in a location: not fields a client sent.
+_BRANCHES = frozenset({"str", "int", "float", "bool", "none"})
+
+
+def field_name(location: tuple[Any, ...]) -> str:
+    """The field as a client names it: ``limit``, not ``query.limit``; ``context.a``, not
+    ``context.a.str``; ``threads.0.role``, not the tagged union's ``threads.threads.0.role``
+    or ``recall.export.conversations`` (a tag is a ``format`` value; no field has a dot)."""
+    parts = list(location)
+    if parts and parts[0] in _SOURCES:
+        parts = parts[1:]
+    if len(parts) > 1 and isinstance(parts[0], str) and (parts[0] == parts[1] or "." in parts[0]):
+        parts = parts[1:]
+    kept = [
+        str(part)
+        for part in parts
+        if not (isinstance(part, str) and (part in _BRANCHES or "[" in part))
     ]
+    return ".".join(kept) or "body"
+
+
+def field_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each error once per field: a value that fits no branch of a union is one error."""
+    details: dict[str, dict[str, Any]] = {}
+    for error in errors:
+        field = field_name(tuple(error.get("loc", ())))
+        details.setdefault(
+            field,
+            {
+                "field": field,
+                "message": str(error.get("msg", "")),
+                "type": str(error.get("type", "")),
+            },
+        )
+    return list(details.values())
 
 
 def caller_id(app: APIGatewayHttpResolver) -> str:
