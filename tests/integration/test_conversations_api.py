@@ -430,3 +430,15 @@ def test_a_title_of_80_characters_is_kept_and_one_of_81_is_422(
     assert kept.body["title"] == "t" * 80
     assert over.status == 422
     assert over.body["error"]["details"][0]["field"] == "title"
+
+
+def test_names_and_titles_are_one_line_of_text_like_memory_values(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # A control character (NUL, a bell) is a space, as in a memory value, wherever it is sent
+    project = make_project(alice)
+    sent = "a\x00b\x07 c\nd"
+    thread = alice.post(f"/projects/{project}/conversations", {"title": sent})
+    renamed = alice.patch(f"/projects/{project}", {"name": sent})
+    preset = alice.post(f"/projects/{project}/presets", {"name": sent})
+    assert [thread.body["title"], renamed.body["name"], preset.body["name"]] == ["a b c d"] * 3

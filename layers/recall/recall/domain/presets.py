@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from recall.domain.memory import shows_something
+from recall.domain.memory import plain_text, shows_something
 from recall.domain.numbers import storable_number
 from recall.errors import Invalid
 
@@ -144,7 +144,7 @@ def checked_settings(settings: ThreadSettings, limits: SettingLimits, field: str
 
 
 def checked_preset_name(name: str, max_chars: int) -> str:
-    cleaned = " ".join(name.split())
+    cleaned = plain_text(name)
     if not shows_something(cleaned) or len(cleaned) > max_chars:
         raise Invalid(
             f"A preset name is 1 to {max_chars} characters.",

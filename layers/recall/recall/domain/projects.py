@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from recall.domain.access import Role
-from recall.domain.memory import shows_something
+from recall.domain.memory import plain_text, shows_something
 from recall.domain.numbers import storable_number
 from recall.domain.presets import ThreadSettings
 from recall.domain.usage import Budget
@@ -45,7 +45,7 @@ def owner_delta(before: Role | None, after: Role | None) -> int:
 
 
 def checked_name(name: str, max_chars: int) -> str:
-    cleaned = " ".join(name.split())
+    cleaned = plain_text(name)
     if not shows_something(cleaned):
         raise Invalid(
             "A project needs a name.", [{"field": "name", "message": "must not be blank"}]

@@ -10,7 +10,7 @@ from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.conversations import DEFAULT_TITLE, Conversation, Period, period_of
 from recall.domain.ids import is_id, new_id
-from recall.domain.memory import shows_something
+from recall.domain.memory import plain_text, shows_something
 from recall.domain.messages import Message
 from recall.domain.presets import PresetCopy, ThreadSettings, checked_settings
 from recall.errors import Invalid, NotFound
@@ -158,7 +158,7 @@ class ConversationService:
         return conversation
 
     def _checked_title(self, title: str) -> str:
-        cleaned = " ".join(title.split())
+        cleaned = plain_text(title)
         if not shows_something(cleaned) or len(cleaned) > self._settings.title_max_chars:
             raise Invalid(
                 f"A title is 1 to {self._settings.title_max_chars} characters, at least one "
