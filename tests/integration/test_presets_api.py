@@ -143,6 +143,22 @@ def test_a_preset_out_of_bounds_is_422_naming_the_field(
     assert field in [detail["field"] for detail in reply.body["error"]["details"]]
 
 
+def test_a_turn_and_a_setting_refuse_an_unknown_model_alike_listing_every_model_once(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    turn = alice.post(f"/projects/{project}/chat", {"message": "hi", "model": "nope"})
+    setting = alice.patch(f"/projects/{project}", {"settings": {"model": "nope"}})
+    [said_by_turn] = turn.body["error"]["details"]
+    [said_by_setting] = setting.body["error"]["details"]
+    settings = get_settings()
+    assert said_by_turn["allowed"] == said_by_setting["allowed"]
+    assert said_by_turn["allowed"][0] == settings.default_model_id
+    assert sorted(said_by_turn["allowed"]) == sorted(
+        {settings.default_model_id, *settings.allowed_model_ids}
+    )
+
+
 def test_a_project_holds_at_most_presets_max_presets(alice: Api, make_project: MakeProject) -> None:
     project = make_project(alice)
     limit = get_settings().presets_max

@@ -14,6 +14,7 @@ from recall.domain.presets import (
     SettingLimits,
     ThreadSettings,
     checked_settings,
+    model_choices,
     resolved,
 )
 from recall.domain.projects import Project
@@ -139,3 +140,8 @@ def test_without_memory_there_is_no_memory_block_and_no_memory_tool() -> None:
     assert context.memory_block == ""
     assert request.tools == []
     assert all("tone: warm" not in part for part in request.system)
+
+
+def test_the_models_offered_are_the_default_first_then_each_allowed_one_once() -> None:
+    assert model_choices("b", ("a", "b", "c")) == ["b", "a", "c"]
+    assert model_choices("x", ("a",)) == ["x", "a"]

@@ -111,6 +111,11 @@ class PresetLimits(BaseModel):
     prompt_max_chars: int
 
 
+def model_choices(default: str, allowed: tuple[str, ...]) -> list[str]:
+    """Every model a turn or a setting may name, the default first, each once."""
+    return [default, *(model for model in allowed if model != default)]
+
+
 def checked_settings(settings: ThreadSettings, limits: SettingLimits, field: str) -> ThreadSettings:
     """Every setting within its bounds, each failure named by its field under ``field``."""
     details: list[dict[str, str | list[str]]] = []
@@ -120,7 +125,7 @@ def checked_settings(settings: ThreadSettings, limits: SettingLimits, field: str
             {
                 "field": f"{field}.model",
                 "message": "not an allowed model",
-                "allowed": [limits.default_model, *allowed],
+                "allowed": model_choices(limits.default_model, allowed),
             }
         )
     temperature = settings.temperature

@@ -9,6 +9,7 @@ import json
 from recall.domain.ids import new_id
 from recall.domain.memory import shows_something
 from recall.domain.messages import Message
+from recall.domain.presets import model_choices
 from recall.domain.prompt import ModelError, ModelReply, ToolCall, ToolResult, Usage
 from recall.errors import Invalid, TooLarge
 
@@ -50,9 +51,16 @@ def checked_model(model: str | None, default: str, allowed: tuple[str, ...]) -> 
     if model is None:
         return default
     if model != default and model not in allowed:
+        # The same shape as a setting's refusal: every model a turn may name, the default too.
         raise Invalid(
             "That model is not allowed here.",
-            [{"field": "model", "message": "one of: " + ", ".join(allowed)}],
+            [
+                {
+                    "field": "model",
+                    "message": "not an allowed model",
+                    "allowed": model_choices(default, allowed),
+                }
+            ],
         )
     return model
 
