@@ -442,3 +442,16 @@ def test_names_and_titles_are_one_line_of_text_like_memory_values(
     renamed = alice.patch(f"/projects/{project}", {"name": sent})
     preset = alice.post(f"/projects/{project}/presets", {"name": sent})
     assert [thread.body["title"], renamed.body["name"], preset.body["name"]] == ["a b c d"] * 3
+
+
+def test_a_thread_answered_alone_carries_its_period_as_the_list_does(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    created = alice.post(f"/projects/{project}/conversations", {"title": "t"})
+    thread = created.body["id"]
+    shown = alice.get(f"/projects/{project}/conversations/{thread}").body["conversation"]
+    renamed = alice.patch(f"/projects/{project}/conversations/{thread}", {"title": "u"})
+    listed = alice.get(f"/projects/{project}/conversations").body["conversations"]
+    periods = [created.body["period"], shown["period"], renamed.body["period"]]
+    assert periods == [listed[0]["period"]] * 3

@@ -8,8 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel
 
+from recall.domain import clock
 from recall.domain.access import Role
-from recall.domain.conversations import Conversation, Period
+from recall.domain.conversations import Conversation, Period, period_of
 from recall.domain.messages import Message
 from recall.domain.presets import ThreadSettings
 from recall.domain.projects import Member, Project
@@ -214,7 +215,10 @@ class ConversationView(View):
     turn_count: int
     created_at: str
     updated_at: str
-    period: Period | None = None
+    period: Period = Field(
+        description="The list's group for the thread, by its last update: today, "
+        "yesterday, previous7Days, previous30Days or older."
+    )
     preset_id: str | None = Field(
         default=None, description="The preset the thread started from (kept if deleted)."
     )
@@ -230,6 +234,7 @@ class ConversationView(View):
 
     @classmethod
     def of(cls, conversation: Conversation, period: Period | None = None) -> ConversationView:
+        """``period``: the list's, computed once for its page; otherwise as of now."""
         preset = conversation.preset
         return cls(
             preset_id=preset.preset_id if preset else None,
@@ -243,7 +248,7 @@ class ConversationView(View):
             turn_count=conversation.turn_count,
             created_at=conversation.created_at,
             updated_at=conversation.updated_at,
-            period=period,
+            period=period or period_of(conversation.updated_at, clock.now()),
             cleared_after=conversation.cleared_after,
         )
 
