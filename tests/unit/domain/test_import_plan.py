@@ -22,6 +22,7 @@ LIMITS = ImportLimits(
     message_max_bytes=10_000,
     title_max_chars=80,
     memory_value_max_chars=500,
+    memory_expiry_max_days=30,
     chunk_max_bytes=300_000,
     presets_max=3,
     preset=PresetLimits(name_max_chars=80, prompts_max=8, prompt_max_chars=2_000),
@@ -218,3 +219,31 @@ def test_more_presets_than_presets_max_are_refused_up_front() -> None:
     with pytest.raises(Invalid) as refused:
         plan(export_with_presets("A", "B", "C", "D"))
     assert refused.value.details == [{"field": "presets", "message": "at most 3 presets"}]
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        "0999-12-31T23:59:59Z",
+        "0001-01-01T00:00:00Z",
+        "0001-01-01T00:00:00+14:00",
+        "1969-12-31T23:59:59.999Z",
+    ],
+)
+def test_a_time_before_1970_is_refused_naming_its_field(at: str) -> None:
+    # Given
+    body = threads(["2025-01-01T10:00:00Z", at])
+    # When
+    with pytest.raises(Invalid) as refused:
+        plan(body)
+    # Then
+    assert refused.value.details == [
+        {"field": "threads.0.messages.1.createdAt", "message": "not before 1970-01-01T00:00:00Z"}
+    ]
+
+
+def test_the_first_moment_of_1970_is_taken() -> None:
+    # When
+    messages = plan(threads(["1970-01-01T00:00:00Z"])).chunks[0].parts[0].messages
+    # Then
+    assert [message.created_at for message in messages] == ["1970-01-01T00:00:00.000Z"]

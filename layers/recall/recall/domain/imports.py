@@ -20,7 +20,7 @@ a preset here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 import hashlib
 import json
@@ -45,6 +45,7 @@ from recall.domain.memory import (
     Source,
     check_key,
     check_value,
+    shows_something,
 )
 from recall.domain.messages import Message
 from recall.domain.presets import (
@@ -92,6 +93,7 @@ class ImportLimits(BaseModel):
     message_max_bytes: int
     title_max_chars: int
     memory_value_max_chars: int
+    memory_expiry_max_days: int
     chunk_max_bytes: int
     presets_max: int
     preset: PresetLimits
@@ -226,9 +228,13 @@ class _Problems:
             )
 
 
-def _stamp_of(text: str, field: str, now: datetime, problems: _Problems) -> str | None:
-    """``text`` as the API's timestamp format: a time zone is required and the future is
-    refused (an imported thread cannot sort after the turns still to come)."""
+# The earliest time an import takes: ids carry their time since 1970 (ULIDs), so an older
+# thread could not keep its order, and a chat history from before it is a mistake.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _moment_of(text: str, field: str, problems: _Problems) -> datetime | None:
+    """``text`` as a time with a time zone, or None with the problem noted."""
     try:
         moment = parse(text)
     except ValueError:
@@ -237,8 +243,21 @@ def _stamp_of(text: str, field: str, now: datetime, problems: _Problems) -> str 
     if moment.tzinfo is None:
         problems.add(field, "an ISO 8601 date and time with a time zone")
         return None
+    return moment
+
+
+def _stamp_of(text: str, field: str, now: datetime, problems: _Problems) -> str | None:
+    """``text`` as the API's timestamp format: a time zone is required, the future is
+    refused (an imported thread cannot sort after the turns still to come) and so is a
+    time before 1970 (``EARLIEST``)."""
+    moment = _moment_of(text, field, problems)
+    if moment is None:
+        return None
     if moment > now:
         problems.add(field, "not in the future")
+        return None
+    if moment < EARLIEST:
+        problems.add(field, "not before 1970-01-01T00:00:00Z")
         return None
     return stamp(moment)
 
@@ -356,6 +375,8 @@ def _checked_messages(
         at = _stamp_of(sent.created_at, f"{field}.createdAt", now, problems)
         if sent.role == "user" and len(sent.content) > limits.message_max_chars:
             problems.add(f"{field}.content", f"at most {limits.message_max_chars} characters")
+        if _needs_text(sent) and not shows_something(sent.content):
+            problems.add(f"{field}.content", "some text: it must not be blank")
         if at is None:
             continue
         values = (
@@ -369,6 +390,14 @@ def _checked_messages(
             continue
         checked.append(message)
     return checked
+
+
+def _needs_text(sent: ExportedMessage | PlainMessage) -> bool:
+    """A user's message needs text, as chat's does, and so does any message of the plain
+    format (text is all it has). A Recall export's own replies may be blank (a turn that
+    ended in tool calls, or failed): they import as they were, and no blank text is ever
+    sent to a model (the providers leave it out)."""
+    return isinstance(sent, PlainMessage) or sent.role == "user"
 
 
 def _export_threads(
@@ -465,13 +494,16 @@ def _checked_memories(
             continue
         expires = None
         if sent.expires_at is not None:
-            try:
-                expires = stamp(parse(sent.expires_at))
-            except ValueError:
-                problems.add(f"{where}.expiresAt", "an ISO 8601 date and time")
+            moment = _moment_of(sent.expires_at, f"{where}.expiresAt", problems)
+            if moment is None:
                 continue
-            if parse(expires) <= now:
+            if moment <= now:
                 continue  # gone for every reader already: nothing to bring back
+            if moment - now > timedelta(days=limits.memory_expiry_max_days):
+                days = limits.memory_expiry_max_days
+                problems.add(f"{where}.expiresAt", f"at most {days} days ahead")
+                continue
+            expires = stamp(moment)
         entry = MemoryEntry(
             key=key,
             value=value,
@@ -482,15 +514,19 @@ def _checked_memories(
             confidence=sent.confidence,
             expires_at=expires,
         )
-        history = [
-            HistoryRecord(
-                key=key,
-                scope=sent.scope,
-                conversation_id=conversation_id,
-                **record.model_dump(),
-            )
-            for record in sent.history
-        ]
+        history = []
+        for number, record in enumerate(sent.history):
+            at = _stamp_of(record.at, f"{where}.history.{number}.at", now, problems)
+            if at is not None:
+                history.append(
+                    HistoryRecord(
+                        key=key,
+                        scope=sent.scope,
+                        conversation_id=conversation_id,
+                        **record.model_dump(exclude={"at"}),
+                        at=at,
+                    )
+                )
         memories.append(ImportedMemory(entry=entry, history=history))
     return memories
 
@@ -656,9 +692,27 @@ def _cut(
     return chunks
 
 
-def history_record_id(import_id: str, memory: ImportedMemory, number: int) -> str:
-    """A history record's ULID at its own time, the same however often it is written."""
-    record = memory.history[number]
-    return derived_id(
-        _ms(record.at), import_id, memory.entry.key, memory.entry.conversation_id or "", str(number)
-    )
+def _said(record: HistoryRecord) -> str:
+    """All a history record says, as one text: two records saying the same are identical."""
+    return json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+
+
+def history_record_id(record: HistoryRecord) -> str:
+    """A history record's ULID at its own time, derived from all it says: the same record,
+    from this import or any other, is always the same item."""
+    return derived_id(_ms(record.at), "history", _said(record))
+
+
+def history_to_add(
+    memory: ImportedMemory, held: Sequence[HistoryRecord]
+) -> list[tuple[HistoryRecord, str]]:
+    """The imported records not already held (an identical one is never appended again,
+    whatever import or turn wrote it), each with its id."""
+    seen = {_said(record) for record in held}
+    added = []
+    for record in memory.history:
+        said = _said(record)
+        if said not in seen:
+            seen.add(said)
+            added.append((record, history_record_id(record)))
+    return added

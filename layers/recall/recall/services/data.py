@@ -34,7 +34,7 @@ from recall.domain.imports import (
     ImportLimits,
     ImportProgress,
     ImportStatus,
-    history_record_id,
+    history_to_add,
     parse_document,
     plan_import,
 )
@@ -219,6 +219,7 @@ class DataService:
             message_max_bytes=settings.model_message_max_bytes,
             title_max_chars=settings.title_max_chars,
             memory_value_max_chars=settings.memory_value_max_chars,
+            memory_expiry_max_days=settings.memory_expiry_max_days,
             chunk_max_bytes=settings.import_chunk_max_bytes,
             presets_max=settings.presets_max,
             preset=preset_limits(settings),
@@ -316,11 +317,10 @@ class DataService:
                 return None
         written = 0
         for memory in chunk.memories:
-            records = [
-                (record, history_record_id(job.import_id, memory, number))
-                for number, record in enumerate(memory.history)
-            ]
-            self._memories.add_history(user_id, project_id, records)
+            if memory.history:
+                entry = memory.entry
+                held = self._memories.history(user_id, project_id, entry.key, entry.conversation_id)
+                self._memories.add_history(user_id, project_id, history_to_add(memory, held))
             if self._memories.write(user_id, project_id, memory.entry, now, "imported") is None:
                 errors.append(
                     f"Memory {memory.entry.key!r} ({memory.entry.scope}) was not imported: an "
