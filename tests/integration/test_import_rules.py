@@ -222,3 +222,23 @@ def test_history_already_held_is_not_appended_again_by_later_imports(
         (r["action"], r["newValue"], r["at"]) for r in document["memories"][0]["history"]
     ]
     assert len(kept) == 2
+
+
+@pytest.mark.parametrize(("text", "count"), [("é", 100), ("中", 60), ("😀", 25), ("x", 100)])
+def test_a_long_thread_in_any_script_imports_in_chunks_dynamodb_takes(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], text: str, count: int
+) -> None:
+    # Given: 5,000 characters a message, 2 to 4 bytes each but for the ASCII twin
+    project = make_project(alice)
+    at = "2025-03-01T09:00:00Z"
+    roles = ("user", "assistant")
+    document = plain(*[(roles[n % 2], text * 5_000, at) for n in range(count)])
+    # When: each chunk is one item, refused past 400 KB as AWS refuses it
+    progress = import_done(alice, project, document, drain)
+    thread = alice.get(f"/projects/{project}/conversations").body["conversations"][0]
+    page = alice.get(f"/projects/{project}/conversations/{thread['id']}", query="limit=200")
+    # Then
+    assert (progress["threadsDone"], progress["messagesDone"]) == (1, count)
+    assert thread["messageCount"] == count
+    assert page.status == 200, page
+    assert sum(message["content"] == text * 5_000 for message in page.body["messages"]) > 0

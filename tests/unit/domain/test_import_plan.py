@@ -247,3 +247,48 @@ def test_the_first_moment_of_1970_is_taken() -> None:
     messages = plan(threads(["1970-01-01T00:00:00Z"])).chunks[0].parts[0].messages
     # Then
     assert [message.created_at for message in messages] == ["1970-01-01T00:00:00.000Z"]
+
+
+@pytest.mark.parametrize("text", ["é", "中", "😀", "x"])
+def test_every_chunk_fits_its_bound_in_utf8_bytes_whatever_the_script(text: str) -> None:
+    # Given: long threads of 2, 3 and 4 byte characters, and their ASCII twin
+    limits = LIMITS.model_copy(update={"message_max_chars": 5_000, "chunk_max_bytes": 100_000})
+    body = threads(*[["2025-01-01T10:00:00Z"] * 30 for _ in range(3)])
+    for thread in body["threads"]:
+        for message in thread["messages"]:
+            message["content"] = text * 5_000
+    # When
+    chunks = plan(body, limits=limits).chunks
+    # Then
+    assert all(len(chunk.model_dump_json().encode()) <= 100_000 for chunk in chunks)
+    kept = [message for chunk in chunks for part in chunk.parts for message in part.messages]
+    assert len(kept) == 90
+    assert len(chunks) >= 90 * 5_000 * len(text.encode()) // 100_000
+
+
+def test_a_thread_is_counted_with_its_last_message_in_the_chunk_that_creates_it() -> None:
+    # Given: four 20 KB messages and a thread whose preset copy is 64 KB
+    limits = LIMITS.model_copy(update={"message_max_chars": 5_000, "chunk_max_bytes": 100_000})
+    prompts = [{"role": "user", "content": "😀" * 2_000} for _ in range(8)]
+    body = export([])
+    body["version"] = 2
+    body["conversations"][0]["preset"] = {
+        "presetId": "P1",
+        "name": "Big",
+        "contextPrompts": prompts,
+    }
+    body["conversations"][0]["messages"] = [
+        {
+            "id": f"M{n}",
+            "role": "user",
+            "content": "😀" * 5_000,
+            "createdAt": "2025-05-01T00:00:00Z",
+        }
+        for n in range(4)
+    ]
+    # When
+    chunks = plan(body, limits=limits).chunks
+    # Then
+    assert all(len(chunk.model_dump_json().encode()) <= 100_000 for chunk in chunks)
+    assert [len(part.messages) for chunk in chunks for part in chunk.parts] == [3, 1]
+    assert chunks[-1].parts[-1].conversation is not None

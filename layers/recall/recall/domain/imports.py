@@ -59,6 +59,7 @@ from recall.domain.presets import (
     checked_prompts,
     checked_settings,
 )
+from recall.domain.sizes import stored_size
 from recall.errors import Invalid
 
 # The plain threads format
@@ -385,7 +386,7 @@ def _checked_messages(
             else {"role": sent.role, "content": sent.content}
         )
         message = Message(message_id="", created_at=at, **values)
-        if _size(message) > limits.message_max_bytes:
+        if len(message.model_dump_json()) > limits.message_max_bytes:
             problems.add(field, f"at most {limits.message_max_bytes} bytes as JSON")
             continue
         checked.append(message)
@@ -579,8 +580,10 @@ class ImportPlan(BaseModel):
     threads_total: int
 
 
-def _size(value: BaseModel) -> int:
-    return len(value.model_dump_json())
+def _stored_bytes(value: BaseModel) -> int:
+    """What ``value`` adds to a chunk's body as DynamoDB counts it: its JSON's UTF-8
+    bytes ("é" is 2 of them, "😀" 4), and one more for the comma after it."""
+    return stored_size(value.model_dump_json()) + 1
 
 
 def plan_import(
@@ -647,45 +650,55 @@ def _cut(
 ) -> list[Chunk]:
     """Chunks in document order: presets first, then threads (a thread's messages may span
     chunks, and the chunk with its last message creates the thread); memory entries come
-    last, after their threads."""
+    last, after their threads. Each chunk's body is at most ``max_bytes`` as DynamoDB
+    counts it, whatever the text's script, unless one item alone is larger."""
     chunks: list[Chunk] = []
     current = Chunk(number=0)
-    used = 0
+    used = _stored_bytes(current)
+
+    def holds() -> bool:
+        return bool(current.presets or current.parts or current.memories)
 
     def close() -> None:
         nonlocal current, used
-        if current.presets or current.parts or current.memories:
+        if holds():
             chunks.append(current)
             current = Chunk(number=len(chunks))
-            used = 0
+            used = _stored_bytes(current)
 
-    for preset in presets:
-        size = _size(preset)
+    def make_room(size: int) -> None:
         if used + size > max_bytes:
             close()
+
+    for preset in presets:
+        size = _stored_bytes(preset)
+        make_room(size)
         current.presets.append(preset)
         used += size
     for index, (conversation, messages) in enumerate(built):
-        first = 0
         thread_id = conversation.conversation_id
         part = ThreadPart(index=index, conversation_id=thread_id, first=0, messages=[])
-        for message in messages:
-            size = _size(message)
-            if used + size > max_bytes and (part.messages or current.parts):
+        # The thread goes with its last message, so the two are counted together.
+        last = _stored_bytes(conversation)
+        if not messages:
+            make_room(_stored_bytes(part) + last)
+            used += last
+        used += _stored_bytes(part)
+        for number, message in enumerate(messages):
+            size = _stored_bytes(message) + (last if number == len(messages) - 1 else 0)
+            if used + size > max_bytes and (part.messages or holds()):
                 if part.messages:
                     current.parts.append(part)
                 close()
-                first += len(part.messages)
-                part = ThreadPart(index=index, conversation_id=thread_id, first=first, messages=[])
+                part = ThreadPart(index=index, conversation_id=thread_id, first=number, messages=[])
+                used += _stored_bytes(part)
             part.messages.append(message)
             used += size
         part.conversation = conversation
-        used += _size(conversation)
         current.parts.append(part)
     for memory in memories:
-        size = _size(memory)
-        if used + size > max_bytes:
-            close()
+        size = _stored_bytes(memory)
+        make_room(size)
         current.memories.append(memory)
         used += size
     close()
