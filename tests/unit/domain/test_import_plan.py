@@ -292,3 +292,29 @@ def test_a_thread_is_counted_with_its_last_message_in_the_chunk_that_creates_it(
     assert all(len(chunk.model_dump_json().encode()) <= 100_000 for chunk in chunks)
     assert [len(part.messages) for chunk in chunks for part in chunk.parts] == [3, 1]
     assert chunks[-1].parts[-1].conversation is not None
+
+
+@pytest.mark.parametrize(("marker", "hidden"), [("01B", 2), ("01Z", 3), ("00A", 0), (None, 0)])
+def test_the_clear_context_marker_lands_after_the_same_message_under_new_ids(
+    marker: str | None, hidden: int
+) -> None:
+    # Given: messages 01A, 01B, 01C, cleared after `marker`
+    body = export([])
+    conversation = body["conversations"][0]
+    conversation["messages"] = [
+        {"id": f"01{n}", "role": "user", "content": n, "createdAt": "2025-05-01T00:00:00Z"}
+        for n in "ABC"
+    ]
+    if marker:
+        conversation["clearedAfter"] = marker
+    # When
+    part = plan(body).chunks[0].parts[0]
+    # Then
+    assert part.conversation is not None
+    ids = [message.message_id for message in part.messages]
+    assert part.conversation.cleared_after == (ids[hidden - 1] if hidden else None)
+    assert [
+        i
+        for i in ids
+        if part.conversation.cleared_after is None or i > part.conversation.cleared_after
+    ] == ids[hidden:]

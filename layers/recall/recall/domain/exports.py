@@ -131,6 +131,12 @@ class ExportedConversation(Wire):
     # Since version 2: the preset copy it runs with and its own overrides (None: follows).
     preset: ExportedPresetCopy | None = None
     settings: ExportedSettings | None = None
+    # The clear-context marker: the model sees only the messages after it (their ids sort
+    # after it). Present only on a thread that was cleared, so an export of threads never
+    # cleared reads as it did before the field; an import places it after the same message.
+    cleared_after: str | None = Field(
+        default=None, max_length=64, exclude_if=lambda marker: marker is None
+    )
     messages: list[ExportedMessage] = Field(default_factory=list)
 
 

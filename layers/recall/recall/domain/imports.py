@@ -32,6 +32,7 @@ from recall.domain.clock import parse, stamp
 from recall.domain.conversations import DEFAULT_TITLE, Conversation
 from recall.domain.exports import (
     ExportDocument,
+    ExportedConversation,
     ExportedMessage,
     ExportedPrompt,
     ExportedSettings,
@@ -275,6 +276,8 @@ class _Thread(BaseModel):
     messages: list[Message]
     preset: PresetCopy | None = None
     settings: ThreadSettings | None = None
+    # The place of the last message before the thread's clear-context marker, if cleared.
+    cleared_at: int | None = None
 
 
 def _found(problems: _Problems, where: str, exc: Invalid) -> None:
@@ -424,6 +427,7 @@ def _export_threads(
         settings = None
         if sent.settings is not None:
             settings = _settings(sent.settings, f"{where}.settings", limits, problems)
+        cleared_at = _cleared_at(sent)
         if created and updated:
             threads.append(
                 _Thread(
@@ -436,9 +440,20 @@ def _export_threads(
                     messages=messages,
                     preset=preset,
                     settings=settings if settings and settings.given() else None,
+                    cleared_at=cleared_at,
                 )
             )
     return threads
+
+
+def _cleared_at(sent: ExportedConversation) -> int | None:
+    """Where the clear-context marker falls: the last message whose id is not after it
+    (the window holds only those after). Ids are new on import, so the imported thread's
+    marker is put after the message at the same place."""
+    if sent.cleared_after is None:
+        return None
+    before = [n for n, message in enumerate(sent.messages) if message.id <= sent.cleared_after]
+    return before[-1] if before else None
 
 
 def _plain_threads(
@@ -568,6 +583,9 @@ def _with_ids(
         if thread.preset
         else None,
         settings=thread.settings,
+        cleared_after=messages[thread.cleared_at].message_id
+        if thread.cleared_at is not None
+        else None,
     )
     return conversation, messages
 

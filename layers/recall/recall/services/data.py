@@ -128,6 +128,7 @@ class DataService:
                     settings=ExportedSettings.of(conversation.settings)
                     if conversation.settings
                     else None,
+                    cleared_after=conversation.cleared_after,
                 ),
             )
             for message in self._messages.every(user_id, project_id, conversation.conversation_id):
