@@ -27,7 +27,9 @@ from recall.domain.exports import (
     ExportHeader,
     ExportLink,
     ExportRecord,
+    answer_size,
     document,
+    document_frame,
 )
 from recall.domain.ids import is_id, new_id
 from recall.domain.imports import (
@@ -87,7 +89,8 @@ class DataService:
         self, user_id: str, project_id: str, now: datetime | None = None
     ) -> ExportDocument | ExportLink:
         """Everything the caller holds in the project and the project's presets; an owner
-        also gets its settings and members. Up to EXPORT_MAX_BYTES it is one document;
+        also gets its settings and members. Up to EXPORT_MAX_BYTES (as the answer is sent,
+        ``answer_size``) it is one document;
         past it, what was gathered and the rest go to the exports bucket as JSON Lines, and
         the answer is a link to them, so the data is read once and a long history still
         comes out whole."""
@@ -96,11 +99,11 @@ class DataService:
         header = ExportHeader(exported_at=clock.stamp(at), project_id=project_id, user_id=user_id)
         records = self._records(user_id, project_id, role, at)
         held: list[tuple[ExportRecord, bytes]] = []
-        used = 0
+        used = answer_size(document_frame(header))
         for record in records:
             line = record.line()
             held.append((record, line))
-            used += len(line)
+            used += answer_size(line)
             if used > self._settings.export_max_bytes:
                 gathered = (line for _, line in held)
                 rest = (record.line() for record in records)
