@@ -11,19 +11,20 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from recall.api import caller_id, new_resolver
-from recall.api.data import ImportProgressView
+from recall.api.data import EXPORT_CONTENT_TYPE, ImportProgressView, utf8_json
 from recall.domain.exports import ExportDocument, ExportLink
 from recall.domain.imports import ImportDocument
 from recall.observability import logger, metrics, tracer
 from recall.wiring import data_service
 
-app = new_resolver()
+app = new_resolver(serializer=utf8_json)
 
 
 @app.get("/projects/<projectId>/export")
-def export_project(projectId: str) -> ExportDocument | ExportLink:
+def export_project(projectId: str) -> Response[ExportDocument | ExportLink]:
     """One document, or past EXPORT_MAX_BYTES a link to the same data as JSON Lines."""
-    return data_service().export(caller_id(app), projectId)
+    answer = data_service().export(caller_id(app), projectId)
+    return Response(status_code=200, content_type=EXPORT_CONTENT_TYPE, body=answer)
 
 
 @app.post("/projects/<projectId>/import")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -176,11 +176,12 @@ class Settings(BaseSettings):
     retry_after_seconds: int = 2
 
     # Export and import. An export is one JSON response, and Lambda answers at most 6 MB
-    # (6,291,456 bytes) to API Gateway: above EXPORT_MAX_BYTES it becomes a link to JSON
-    # Lines instead (below), never a cut document. An import document is the request body,
-    # under the same 6 MB (API Gateway's own limit is 10 MB); it is checked whole, then
-    # written by the worker in chunks of at most IMPORT_CHUNK_MAX_BYTES (each one DynamoDB
-    # item, under 400 KB).
+    # (6,291,456 bytes) to API Gateway: above EXPORT_MAX_BYTES, counted as the UTF-8 answer
+    # Lambda carries, it becomes a link to JSON Lines instead (below), never a cut document.
+    # An import document is the request body, under the same 6 MB (API Gateway's own limit
+    # is 10 MB) and at least EXPORT_MAX_BYTES, so an inline export imports back; it is
+    # checked whole, then written by the worker in chunks of at most IMPORT_CHUNK_MAX_BYTES
+    # of UTF-8 (each one DynamoDB item, under 400 KB).
     export_max_bytes: int = 5_500_000
     # Above EXPORT_MAX_BYTES the export is JSON Lines in the exports bucket instead, streamed
     # there as a multipart upload in parts of EXPORT_PART_BYTES (S3: at least 5 MiB but the
@@ -236,6 +237,14 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    @model_validator(mode="after")
+    def _an_inline_export_imports_back(self) -> Settings:
+        """An export answered inline is at most EXPORT_MAX_BYTES as sent, and an import
+        body at most IMPORT_MAX_BYTES: the first must fit the second to import back."""
+        if self.export_max_bytes > self.import_max_bytes:
+            raise ValueError("EXPORT_MAX_BYTES must not exceed IMPORT_MAX_BYTES")
+        return self
 
     @property
     def default_model_id(self) -> str:

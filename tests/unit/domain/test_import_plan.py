@@ -22,6 +22,7 @@ LIMITS = ImportLimits(
     message_max_bytes=10_000,
     title_max_chars=80,
     memory_value_max_chars=500,
+    memory_expiry_max_days=30,
     chunk_max_bytes=300_000,
     presets_max=3,
     preset=PresetLimits(name_max_chars=80, prompts_max=8, prompt_max_chars=2_000),
@@ -218,3 +219,102 @@ def test_more_presets_than_presets_max_are_refused_up_front() -> None:
     with pytest.raises(Invalid) as refused:
         plan(export_with_presets("A", "B", "C", "D"))
     assert refused.value.details == [{"field": "presets", "message": "at most 3 presets"}]
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        "0999-12-31T23:59:59Z",
+        "0001-01-01T00:00:00Z",
+        "0001-01-01T00:00:00+14:00",
+        "1969-12-31T23:59:59.999Z",
+    ],
+)
+def test_a_time_before_1970_is_refused_naming_its_field(at: str) -> None:
+    # Given
+    body = threads(["2025-01-01T10:00:00Z", at])
+    # When
+    with pytest.raises(Invalid) as refused:
+        plan(body)
+    # Then
+    assert refused.value.details == [
+        {"field": "threads.0.messages.1.createdAt", "message": "not before 1970-01-01T00:00:00Z"}
+    ]
+
+
+def test_the_first_moment_of_1970_is_taken() -> None:
+    # When
+    messages = plan(threads(["1970-01-01T00:00:00Z"])).chunks[0].parts[0].messages
+    # Then
+    assert [message.created_at for message in messages] == ["1970-01-01T00:00:00.000Z"]
+
+
+@pytest.mark.parametrize("text", ["é", "中", "😀", "x"])
+def test_every_chunk_fits_its_bound_in_utf8_bytes_whatever_the_script(text: str) -> None:
+    # Given: long threads of 2, 3 and 4 byte characters, and their ASCII twin
+    limits = LIMITS.model_copy(update={"message_max_chars": 5_000, "chunk_max_bytes": 100_000})
+    body = threads(*[["2025-01-01T10:00:00Z"] * 30 for _ in range(3)])
+    for thread in body["threads"]:
+        for message in thread["messages"]:
+            message["content"] = text * 5_000
+    # When
+    chunks = plan(body, limits=limits).chunks
+    # Then
+    assert all(len(chunk.model_dump_json().encode()) <= 100_000 for chunk in chunks)
+    kept = [message for chunk in chunks for part in chunk.parts for message in part.messages]
+    assert len(kept) == 90
+    assert len(chunks) >= 90 * 5_000 * len(text.encode()) // 100_000
+
+
+def test_a_thread_is_counted_with_its_last_message_in_the_chunk_that_creates_it() -> None:
+    # Given: four 20 KB messages and a thread whose preset copy is 64 KB
+    limits = LIMITS.model_copy(update={"message_max_chars": 5_000, "chunk_max_bytes": 100_000})
+    prompts = [{"role": "user", "content": "😀" * 2_000} for _ in range(8)]
+    body = export([])
+    body["version"] = 2
+    body["conversations"][0]["preset"] = {
+        "presetId": "P1",
+        "name": "Big",
+        "contextPrompts": prompts,
+    }
+    body["conversations"][0]["messages"] = [
+        {
+            "id": f"M{n}",
+            "role": "user",
+            "content": "😀" * 5_000,
+            "createdAt": "2025-05-01T00:00:00Z",
+        }
+        for n in range(4)
+    ]
+    # When
+    chunks = plan(body, limits=limits).chunks
+    # Then
+    assert all(len(chunk.model_dump_json().encode()) <= 100_000 for chunk in chunks)
+    assert [len(part.messages) for chunk in chunks for part in chunk.parts] == [3, 1]
+    assert chunks[-1].parts[-1].conversation is not None
+
+
+@pytest.mark.parametrize(("marker", "hidden"), [("01B", 2), ("01Z", 3), ("00A", 0), (None, 0)])
+def test_the_clear_context_marker_lands_after_the_same_message_under_new_ids(
+    marker: str | None, hidden: int
+) -> None:
+    # Given: messages 01A, 01B, 01C, cleared after `marker`
+    body = export([])
+    conversation = body["conversations"][0]
+    conversation["messages"] = [
+        {"id": f"01{n}", "role": "user", "content": n, "createdAt": "2025-05-01T00:00:00Z"}
+        for n in "ABC"
+    ]
+    if marker:
+        conversation["clearedAfter"] = marker
+    # When
+    part = plan(body).chunks[0].parts[0]
+    # Then
+    assert part.conversation is not None
+    ids = [message.message_id for message in part.messages]
+    assert part.conversation.cleared_after == (ids[hidden - 1] if hidden else None)
+    assert [
+        i
+        for i in ids
+        if part.conversation.cleared_after is None or i > part.conversation.cleared_after
+    ] == ids[hidden:]

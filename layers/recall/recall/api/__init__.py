@@ -315,8 +315,10 @@ class JsonResolver(APIGatewayHttpResolver):
         )
 
 
-def new_resolver() -> APIGatewayHttpResolver:
-    app = JsonResolver(enable_validation=True)
+def new_resolver(serializer: Callable[[Any], str] | None = None) -> APIGatewayHttpResolver:
+    """The resolver every function routes with; ``serializer`` writes its JSON bodies
+    (Powertools' own, ASCII with ``\\u`` escapes, when not given)."""
+    app = JsonResolver(enable_validation=True, serializer=serializer)
 
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
         errors = list(error.errors())

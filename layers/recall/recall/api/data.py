@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from aws_lambda_powertools.shared.json_encoder import Encoder
 from pydantic import Field
 
 from recall.api.models import View
@@ -24,3 +28,13 @@ class ImportProgressView(View):
     @classmethod
     def of(cls, progress: ImportProgress) -> ImportProgressView:
         return cls(id=progress.import_id, **progress.model_dump(exclude={"import_id", "counted"}))
+
+
+# The export's answer is UTF-8 and says so: its size is counted as sent (``answer_size``).
+EXPORT_CONTENT_TYPE = "application/json; charset=utf-8"
+
+
+def utf8_json(value: Any) -> str:
+    """The data routes' bodies as the export counts them (``answer_text``): UTF-8, never
+    ``\\u`` escapes, which would make a body of emoji three times the size counted."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), cls=Encoder)

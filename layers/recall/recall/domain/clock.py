@@ -10,8 +10,12 @@ def now() -> datetime:
 
 
 def stamp(moment: datetime) -> str:
+    """Always a four-digit year: ``strftime("%Y")`` writes year 999 as ``999``, which
+    neither sorts with the rest nor parses back."""
+    utc = moment.astimezone(UTC)
     return (
-        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
+        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
     )
 
 

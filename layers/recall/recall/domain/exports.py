@@ -131,6 +131,12 @@ class ExportedConversation(Wire):
     # Since version 2: the preset copy it runs with and its own overrides (None: follows).
     preset: ExportedPresetCopy | None = None
     settings: ExportedSettings | None = None
+    # The clear-context marker: the model sees only the messages after it (their ids sort
+    # after it). Present only on a thread that was cleared, so an export of threads never
+    # cleared reads as it did before the field; an import places it after the same message.
+    cleared_after: str | None = Field(
+        default=None, max_length=64, exclude_if=lambda marker: marker is None
+    )
     messages: list[ExportedMessage] = Field(default_factory=list)
 
 
@@ -241,7 +247,36 @@ class ExportRecord:
 
 
 def _line(fields: dict[str, object]) -> bytes:
-    return json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return answer_text(fields).encode() + b"\n"
+
+
+def answer_text(value: object) -> str:
+    """JSON as the export answers it and writes its lines: UTF-8, never ``\\u`` escapes
+    (an emoji is 4 bytes, not the 12 of ``\\ud83d\\ude00``), so what ``answer_size``
+    counts is what is sent."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def answer_size(text: bytes) -> int:
+    """The bytes ``text`` adds to the export's answer as Lambda hands it to API Gateway:
+    the body is a string in Lambda's JSON reply (UTF-8 on the python3.12+ runtimes), where
+    each quote and backslash takes one byte more. Never less than the body's own bytes, so
+    a total within EXPORT_MAX_BYTES keeps both the body as sent and Lambda's 6 MB reply
+    within it. A line counts at least what its part adds to the one document (its ``type``
+    and ``conversationId`` outweigh the document's commas and ``messages``)."""
+    return len(text) + text.count(b'"') + text.count(b"\\")
+
+
+def document_frame(header: ExportHeader) -> bytes:
+    """The one document with no parts: what it answers besides its parts' lines."""
+    empty = ExportDocument(
+        exported_at=header.exported_at,
+        project_id=header.project_id,
+        user_id=header.user_id,
+        conversations=[],
+        memories=[],
+    )
+    return answer_text(empty.model_dump(mode="json", by_alias=True)).encode()
 
 
 def document(header: ExportHeader, records: Iterable[ExportRecord]) -> ExportDocument:

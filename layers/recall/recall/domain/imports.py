@@ -20,7 +20,7 @@ a preset here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 import hashlib
 import json
@@ -32,6 +32,7 @@ from recall.domain.clock import parse, stamp
 from recall.domain.conversations import DEFAULT_TITLE, Conversation
 from recall.domain.exports import (
     ExportDocument,
+    ExportedConversation,
     ExportedMessage,
     ExportedPrompt,
     ExportedSettings,
@@ -45,6 +46,7 @@ from recall.domain.memory import (
     Source,
     check_key,
     check_value,
+    shows_something,
 )
 from recall.domain.messages import Message
 from recall.domain.presets import (
@@ -58,6 +60,7 @@ from recall.domain.presets import (
     checked_prompts,
     checked_settings,
 )
+from recall.domain.sizes import stored_size
 from recall.errors import Invalid
 
 # The plain threads format
@@ -92,6 +95,7 @@ class ImportLimits(BaseModel):
     message_max_bytes: int
     title_max_chars: int
     memory_value_max_chars: int
+    memory_expiry_max_days: int
     chunk_max_bytes: int
     presets_max: int
     preset: PresetLimits
@@ -226,9 +230,13 @@ class _Problems:
             )
 
 
-def _stamp_of(text: str, field: str, now: datetime, problems: _Problems) -> str | None:
-    """``text`` as the API's timestamp format: a time zone is required and the future is
-    refused (an imported thread cannot sort after the turns still to come)."""
+# The earliest time an import takes: ids carry their time since 1970 (ULIDs), so an older
+# thread could not keep its order, and a chat history from before it is a mistake.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _moment_of(text: str, field: str, problems: _Problems) -> datetime | None:
+    """``text`` as a time with a time zone, or None with the problem noted."""
     try:
         moment = parse(text)
     except ValueError:
@@ -237,8 +245,21 @@ def _stamp_of(text: str, field: str, now: datetime, problems: _Problems) -> str 
     if moment.tzinfo is None:
         problems.add(field, "an ISO 8601 date and time with a time zone")
         return None
+    return moment
+
+
+def _stamp_of(text: str, field: str, now: datetime, problems: _Problems) -> str | None:
+    """``text`` as the API's timestamp format: a time zone is required, the future is
+    refused (an imported thread cannot sort after the turns still to come) and so is a
+    time before 1970 (``EARLIEST``)."""
+    moment = _moment_of(text, field, problems)
+    if moment is None:
+        return None
     if moment > now:
         problems.add(field, "not in the future")
+        return None
+    if moment < EARLIEST:
+        problems.add(field, "not before 1970-01-01T00:00:00Z")
         return None
     return stamp(moment)
 
@@ -255,6 +276,8 @@ class _Thread(BaseModel):
     messages: list[Message]
     preset: PresetCopy | None = None
     settings: ThreadSettings | None = None
+    # The place of the last message before the thread's clear-context marker, if cleared.
+    cleared_at: int | None = None
 
 
 def _found(problems: _Problems, where: str, exc: Invalid) -> None:
@@ -356,6 +379,8 @@ def _checked_messages(
         at = _stamp_of(sent.created_at, f"{field}.createdAt", now, problems)
         if sent.role == "user" and len(sent.content) > limits.message_max_chars:
             problems.add(f"{field}.content", f"at most {limits.message_max_chars} characters")
+        if _needs_text(sent) and not shows_something(sent.content):
+            problems.add(f"{field}.content", "some text: it must not be blank")
         if at is None:
             continue
         values = (
@@ -364,11 +389,19 @@ def _checked_messages(
             else {"role": sent.role, "content": sent.content}
         )
         message = Message(message_id="", created_at=at, **values)
-        if _size(message) > limits.message_max_bytes:
+        if len(message.model_dump_json()) > limits.message_max_bytes:
             problems.add(field, f"at most {limits.message_max_bytes} bytes as JSON")
             continue
         checked.append(message)
     return checked
+
+
+def _needs_text(sent: ExportedMessage | PlainMessage) -> bool:
+    """A user's message needs text, as chat's does, and so does any message of the plain
+    format (text is all it has). A Recall export's own replies may be blank (a turn that
+    ended in tool calls, or failed): they import as they were, and no blank text is ever
+    sent to a model (the providers leave it out)."""
+    return isinstance(sent, PlainMessage) or sent.role == "user"
 
 
 def _export_threads(
@@ -394,6 +427,7 @@ def _export_threads(
         settings = None
         if sent.settings is not None:
             settings = _settings(sent.settings, f"{where}.settings", limits, problems)
+        cleared_at = _cleared_at(sent)
         if created and updated:
             threads.append(
                 _Thread(
@@ -406,9 +440,20 @@ def _export_threads(
                     messages=messages,
                     preset=preset,
                     settings=settings if settings and settings.given() else None,
+                    cleared_at=cleared_at,
                 )
             )
     return threads
+
+
+def _cleared_at(sent: ExportedConversation) -> int | None:
+    """Where the clear-context marker falls: the last message whose id is not after it
+    (the window holds only those after). Ids are new on import, so the imported thread's
+    marker is put after the message at the same place."""
+    if sent.cleared_after is None:
+        return None
+    before = [n for n, message in enumerate(sent.messages) if message.id <= sent.cleared_after]
+    return before[-1] if before else None
 
 
 def _plain_threads(
@@ -465,13 +510,16 @@ def _checked_memories(
             continue
         expires = None
         if sent.expires_at is not None:
-            try:
-                expires = stamp(parse(sent.expires_at))
-            except ValueError:
-                problems.add(f"{where}.expiresAt", "an ISO 8601 date and time")
+            moment = _moment_of(sent.expires_at, f"{where}.expiresAt", problems)
+            if moment is None:
                 continue
-            if parse(expires) <= now:
+            if moment <= now:
                 continue  # gone for every reader already: nothing to bring back
+            if moment - now > timedelta(days=limits.memory_expiry_max_days):
+                days = limits.memory_expiry_max_days
+                problems.add(f"{where}.expiresAt", f"at most {days} days ahead")
+                continue
+            expires = stamp(moment)
         entry = MemoryEntry(
             key=key,
             value=value,
@@ -482,15 +530,19 @@ def _checked_memories(
             confidence=sent.confidence,
             expires_at=expires,
         )
-        history = [
-            HistoryRecord(
-                key=key,
-                scope=sent.scope,
-                conversation_id=conversation_id,
-                **record.model_dump(),
-            )
-            for record in sent.history
-        ]
+        history = []
+        for number, record in enumerate(sent.history):
+            at = _stamp_of(record.at, f"{where}.history.{number}.at", now, problems)
+            if at is not None:
+                history.append(
+                    HistoryRecord(
+                        key=key,
+                        scope=sent.scope,
+                        conversation_id=conversation_id,
+                        **record.model_dump(exclude={"at"}),
+                        at=at,
+                    )
+                )
         memories.append(ImportedMemory(entry=entry, history=history))
     return memories
 
@@ -531,6 +583,9 @@ def _with_ids(
         if thread.preset
         else None,
         settings=thread.settings,
+        cleared_after=messages[thread.cleared_at].message_id
+        if thread.cleared_at is not None
+        else None,
     )
     return conversation, messages
 
@@ -543,8 +598,10 @@ class ImportPlan(BaseModel):
     threads_total: int
 
 
-def _size(value: BaseModel) -> int:
-    return len(value.model_dump_json())
+def _stored_bytes(value: BaseModel) -> int:
+    """What ``value`` adds to a chunk's body as DynamoDB counts it: its JSON's UTF-8
+    bytes ("é" is 2 of them, "😀" 4), and one more for the comma after it."""
+    return stored_size(value.model_dump_json()) + 1
 
 
 def plan_import(
@@ -611,54 +668,82 @@ def _cut(
 ) -> list[Chunk]:
     """Chunks in document order: presets first, then threads (a thread's messages may span
     chunks, and the chunk with its last message creates the thread); memory entries come
-    last, after their threads."""
+    last, after their threads. Each chunk's body is at most ``max_bytes`` as DynamoDB
+    counts it, whatever the text's script, unless one item alone is larger."""
     chunks: list[Chunk] = []
     current = Chunk(number=0)
-    used = 0
+    used = _stored_bytes(current)
+
+    def holds() -> bool:
+        return bool(current.presets or current.parts or current.memories)
 
     def close() -> None:
         nonlocal current, used
-        if current.presets or current.parts or current.memories:
+        if holds():
             chunks.append(current)
             current = Chunk(number=len(chunks))
-            used = 0
+            used = _stored_bytes(current)
 
-    for preset in presets:
-        size = _size(preset)
+    def make_room(size: int) -> None:
         if used + size > max_bytes:
             close()
+
+    for preset in presets:
+        size = _stored_bytes(preset)
+        make_room(size)
         current.presets.append(preset)
         used += size
     for index, (conversation, messages) in enumerate(built):
-        first = 0
         thread_id = conversation.conversation_id
         part = ThreadPart(index=index, conversation_id=thread_id, first=0, messages=[])
-        for message in messages:
-            size = _size(message)
-            if used + size > max_bytes and (part.messages or current.parts):
+        # The thread goes with its last message, so the two are counted together.
+        last = _stored_bytes(conversation)
+        if not messages:
+            make_room(_stored_bytes(part) + last)
+            used += last
+        used += _stored_bytes(part)
+        for number, message in enumerate(messages):
+            size = _stored_bytes(message) + (last if number == len(messages) - 1 else 0)
+            if used + size > max_bytes and (part.messages or holds()):
                 if part.messages:
                     current.parts.append(part)
                 close()
-                first += len(part.messages)
-                part = ThreadPart(index=index, conversation_id=thread_id, first=first, messages=[])
+                part = ThreadPart(index=index, conversation_id=thread_id, first=number, messages=[])
+                used += _stored_bytes(part)
             part.messages.append(message)
             used += size
         part.conversation = conversation
-        used += _size(conversation)
         current.parts.append(part)
     for memory in memories:
-        size = _size(memory)
-        if used + size > max_bytes:
-            close()
+        size = _stored_bytes(memory)
+        make_room(size)
         current.memories.append(memory)
         used += size
     close()
     return chunks
 
 
-def history_record_id(import_id: str, memory: ImportedMemory, number: int) -> str:
-    """A history record's ULID at its own time, the same however often it is written."""
-    record = memory.history[number]
-    return derived_id(
-        _ms(record.at), import_id, memory.entry.key, memory.entry.conversation_id or "", str(number)
-    )
+def _said(record: HistoryRecord) -> str:
+    """All a history record says, as one text: two records saying the same are identical."""
+    return json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+
+
+def history_record_id(record: HistoryRecord) -> str:
+    """A history record's ULID at its own time, derived from all it says: the same record,
+    from this import or any other, is always the same item."""
+    return derived_id(_ms(record.at), "history", _said(record))
+
+
+def history_to_add(
+    memory: ImportedMemory, held: Sequence[HistoryRecord]
+) -> list[tuple[HistoryRecord, str]]:
+    """The imported records not already held (an identical one is never appended again,
+    whatever import or turn wrote it), each with its id."""
+    seen = {_said(record) for record in held}
+    added = []
+    for record in memory.history:
+        said = _said(record)
+        if said not in seen:
+            seen.add(said)
+            added.append((record, history_record_id(record)))
+    return added

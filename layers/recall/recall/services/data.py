@@ -27,14 +27,16 @@ from recall.domain.exports import (
     ExportHeader,
     ExportLink,
     ExportRecord,
+    answer_size,
     document,
+    document_frame,
 )
 from recall.domain.ids import is_id, new_id
 from recall.domain.imports import (
     ImportLimits,
     ImportProgress,
     ImportStatus,
-    history_record_id,
+    history_to_add,
     parse_document,
     plan_import,
 )
@@ -87,7 +89,8 @@ class DataService:
         self, user_id: str, project_id: str, now: datetime | None = None
     ) -> ExportDocument | ExportLink:
         """Everything the caller holds in the project and the project's presets; an owner
-        also gets its settings and members. Up to EXPORT_MAX_BYTES it is one document;
+        also gets its settings and members. Up to EXPORT_MAX_BYTES (as the answer is sent,
+        ``answer_size``) it is one document;
         past it, what was gathered and the rest go to the exports bucket as JSON Lines, and
         the answer is a link to them, so the data is read once and a long history still
         comes out whole."""
@@ -96,11 +99,11 @@ class DataService:
         header = ExportHeader(exported_at=clock.stamp(at), project_id=project_id, user_id=user_id)
         records = self._records(user_id, project_id, role, at)
         held: list[tuple[ExportRecord, bytes]] = []
-        used = 0
+        used = answer_size(document_frame(header))
         for record in records:
             line = record.line()
             held.append((record, line))
-            used += len(line)
+            used += answer_size(line)
             if used > self._settings.export_max_bytes:
                 gathered = (line for _, line in held)
                 rest = (record.line() for record in records)
@@ -128,6 +131,7 @@ class DataService:
                     settings=ExportedSettings.of(conversation.settings)
                     if conversation.settings
                     else None,
+                    cleared_after=conversation.cleared_after,
                 ),
             )
             for message in self._messages.every(user_id, project_id, conversation.conversation_id):
@@ -219,6 +223,7 @@ class DataService:
             message_max_bytes=settings.model_message_max_bytes,
             title_max_chars=settings.title_max_chars,
             memory_value_max_chars=settings.memory_value_max_chars,
+            memory_expiry_max_days=settings.memory_expiry_max_days,
             chunk_max_bytes=settings.import_chunk_max_bytes,
             presets_max=settings.presets_max,
             preset=preset_limits(settings),
@@ -316,11 +321,10 @@ class DataService:
                 return None
         written = 0
         for memory in chunk.memories:
-            records = [
-                (record, history_record_id(job.import_id, memory, number))
-                for number, record in enumerate(memory.history)
-            ]
-            self._memories.add_history(user_id, project_id, records)
+            if memory.history:
+                entry = memory.entry
+                held = self._memories.history(user_id, project_id, entry.key, entry.conversation_id)
+                self._memories.add_history(user_id, project_id, history_to_add(memory, held))
             if self._memories.write(user_id, project_id, memory.entry, now, "imported") is None:
                 errors.append(
                     f"Memory {memory.entry.key!r} ({memory.entry.scope}) was not imported: an "

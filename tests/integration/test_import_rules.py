@@ -1,0 +1,244 @@
+"""What an import is held to, through the real handlers: the same times, limits and text
+rules as every other write, and nothing appended twice."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from local import background, embedded
+from tests.integration.conftest import Api
+
+MakeProject = Callable[..., str]
+
+
+@pytest.fixture
+def drain(embedded_store: embedded.EmbeddedStore) -> Callable[[], None]:
+    """Run every queued job (import chunks included) until the queue is empty."""
+
+    def run() -> None:
+        for poller in background.pollers(embedded_store):
+            _, empty = poller.drain(deadline_seconds=60)
+            assert empty
+
+    return run
+
+
+def import_done(api: Api, project: str, document: Any, drain: Callable[[], None]) -> Any:
+    started = api.post(f"/projects/{project}/import", document)
+    assert started.status == 202, started
+    drain()
+    progress = api.get(started.headers["Location"])
+    assert progress.status == 200 and progress.body["status"] == "done", progress
+    return progress.body
+
+
+def plain(*messages: tuple[str, str, str]) -> dict[str, Any]:
+    return {
+        "format": "threads",
+        "threads": [
+            {
+                "title": "T",
+                "messages": [
+                    {"role": role, "content": content, "createdAt": at}
+                    for role, content, at in messages
+                ],
+            }
+        ],
+    }
+
+
+def exported(
+    memories: list[dict[str, Any]], conversation: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "format": "recall.export",
+        "version": 2,
+        "exportedAt": "2025-06-01T00:00:00.000Z",
+        "projectId": "P",
+        "userId": "u",
+        "conversations": [conversation] if conversation else [],
+        "memories": memories,
+    }
+
+
+def memory(**changes: Any) -> dict[str, Any]:
+    return {"key": "tone", "value": "warm", "category": "brand", **changes}
+
+
+def fields(reply: Any) -> list[str]:
+    assert reply.status == 422, reply
+    return [detail["field"] for detail in reply.body["error"]["details"]]
+
+
+def test_a_time_before_1970_is_a_422_naming_the_field_never_a_500(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given
+    project = make_project(alice)
+    fine = "2025-03-01T09:00:00Z"
+    conversation = {
+        "id": "OLD",
+        "title": "Old",
+        "createdAt": "0001-01-01T00:00:00+14:00",
+        "updatedAt": fine,
+        "messages": [
+            {"id": "M", "role": "user", "content": "c", "createdAt": "0999-12-31T23:59:59Z"}
+        ],
+    }
+    # When
+    threads = alice.post(
+        f"/projects/{project}/import",
+        plain(("user", "a", "0999-12-31T23:59:59Z"), ("assistant", "b", "1969-07-20T20:17:00Z")),
+    )
+    export = alice.post(f"/projects/{project}/import", exported([], conversation))
+    # Then
+    assert fields(threads) == ["threads.0.messages.0.createdAt", "threads.0.messages.1.createdAt"]
+    assert fields(export) == [
+        "conversations.0.createdAt",
+        "conversations.0.messages.0.createdAt",
+    ]
+    assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
+
+
+def test_an_imported_expiry_past_the_memory_limit_is_a_422_as_a_put_is(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given
+    project = make_project(alice)
+    far = "2999-01-01T00:00:00+02:00"
+    # When
+    imported = alice.post(f"/projects/{project}/import", exported([memory(expiresAt=far)]))
+    put = alice.put(
+        f"/projects/{project}/memories/other",
+        {"value": "v", "category": "brand", "expiresAt": far},
+    )
+    # Then
+    assert fields(imported) == ["memories.0.expiresAt"]
+    assert "3650 days ahead" in imported.body["error"]["details"][0]["message"]
+    assert put.status == 422, put
+    assert alice.get(f"/projects/{project}/memories").body["memories"] == []
+
+
+def test_imported_history_times_are_stamps_like_every_other_time(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given
+    project = make_project(alice)
+    history = [
+        {"action": "created", "newValue": "warm", "source": "explicit", "at": at}
+        for at in ("2025-01-01T10:00:00+02:00", "2025-01-02T00:00:00-23:59")
+    ]
+    # When
+    bad = alice.post(
+        f"/projects/{project}/import",
+        exported([memory(history=[history[0], {**history[1], "at": "0999-01-01T00:00:00Z"}])]),
+    )
+    import_done(alice, project, exported([memory(history=history)]), drain)
+    held = alice.get(f"/projects/{project}/memories/tone/history").body["history"]
+    # Then
+    assert fields(bad) == ["memories.0.history.1.at"]
+    assert [record["at"] for record in held][:2] == [
+        "2025-01-01T08:00:00.000Z",
+        "2025-01-02T23:59:00.000Z",
+    ]
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\u200b\n"])
+def test_a_blank_message_is_a_422_naming_its_content(
+    alice: Api, make_project: MakeProject, blank: str
+) -> None:
+    # Given
+    project = make_project(alice)
+    at = "2025-03-01T09:00:00Z"
+    conversation = {
+        "id": "OLD",
+        "title": "Old",
+        "createdAt": at,
+        "updatedAt": at,
+        "messages": [{"id": "M", "role": "user", "content": blank, "createdAt": at}],
+    }
+    # When
+    threads = alice.post(
+        f"/projects/{project}/import",
+        plain(("user", blank, at), ("assistant", "fine", at), ("assistant", blank, at)),
+    )
+    export = alice.post(f"/projects/{project}/import", exported([], conversation))
+    # Then
+    assert fields(threads) == ["threads.0.messages.0.content", "threads.0.messages.2.content"]
+    assert fields(export) == ["conversations.0.messages.0.content"]
+
+
+def test_a_blank_reply_of_recalls_own_export_still_imports(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given: a turn that ended in tool calls, as Recall saves it
+    project = make_project(alice)
+    at = "2025-03-01T09:00:00.000Z"
+    conversation = {
+        "id": "OLD",
+        "title": "Old",
+        "createdAt": at,
+        "updatedAt": at,
+        "messages": [
+            {"id": "M1", "role": "user", "content": "Remember: dark header", "createdAt": at},
+            {"id": "M2", "role": "assistant", "content": "", "createdAt": at},
+        ],
+    }
+    # When
+    progress = import_done(alice, project, exported([], conversation), drain)
+    # Then
+    assert progress["messagesDone"] == 2
+
+
+def test_history_already_held_is_not_appended_again_by_later_imports(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given: an entry with two changes, exported
+    project = make_project(alice)
+    memories = f"/projects/{project}/memories"
+    assert alice.put(f"{memories}/tone", {"value": "warm", "category": "brand"}).status == 201
+    assert alice.put(f"{memories}/tone", {"value": "dry", "category": "brand"}).status == 200
+    document = alice.get(f"/projects/{project}/export").body
+    # When: imported back into the same project, then two other documents with that history
+    for title in ("", "One", "Two"):
+        if title:
+            document["conversations"] = [
+                {
+                    "id": title,
+                    "title": title,
+                    "createdAt": "2025-03-01T09:00:00.000Z",
+                    "updatedAt": "2025-03-01T09:00:00.000Z",
+                    "messages": [],
+                }
+            ]
+        import_done(alice, project, document, drain)
+    held = alice.get(f"{memories}/tone/history").body["history"]
+    # Then: the two changes once each, beside what each import itself recorded
+    kept = [(r["action"], r["newValue"], r["at"]) for r in held if r["source"] == "explicit"]
+    assert kept == [
+        (r["action"], r["newValue"], r["at"]) for r in document["memories"][0]["history"]
+    ]
+    assert len(kept) == 2
+
+
+@pytest.mark.parametrize(("text", "count"), [("é", 100), ("中", 60), ("😀", 25), ("x", 100)])
+def test_a_long_thread_in_any_script_imports_in_chunks_dynamodb_takes(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], text: str, count: int
+) -> None:
+    # Given: 5,000 characters a message, 2 to 4 bytes each but for the ASCII twin
+    project = make_project(alice)
+    at = "2025-03-01T09:00:00Z"
+    roles = ("user", "assistant")
+    document = plain(*[(roles[n % 2], text * 5_000, at) for n in range(count)])
+    # When: each chunk is one item, refused past 400 KB as AWS refuses it
+    progress = import_done(alice, project, document, drain)
+    thread = alice.get(f"/projects/{project}/conversations").body["conversations"][0]
+    page = alice.get(f"/projects/{project}/conversations/{thread['id']}", query="limit=200")
+    # Then
+    assert (progress["threadsDone"], progress["messagesDone"]) == (1, count)
+    assert thread["messageCount"] == count
+    assert page.status == 200, page
+    assert sum(message["content"] == text * 5_000 for message in page.body["messages"]) > 0
