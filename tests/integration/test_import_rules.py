@@ -4,11 +4,17 @@ rules as every other write, and nothing appended twice."""
 from __future__ import annotations
 
 from collections.abc import Callable
+import decimal
 from typing import Any
 
 import pytest
 
 from local import background, embedded
+from recall.domain import clock
+from recall.domain.jobs import ImportJob
+from recall.errors import Throttled
+from recall.store.memories import MemoryStore
+from recall.wiring import data_service
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -242,3 +248,57 @@ def test_a_long_thread_in_any_script_imports_in_chunks_dynamodb_takes(
     assert thread["messageCount"] == count
     assert page.status == 200, page
     assert sum(message["content"] == text * 5_000 for message in page.body["messages"]) > 0
+
+
+def test_a_confidence_too_small_to_store_is_a_422_not_a_stuck_import(
+    alice: Api, make_project: MakeProject
+) -> None:
+    project = make_project(alice)
+    imported = alice.post(f"/projects/{project}/import", exported([memory(confidence=1e-200)]))
+    assert fields(imported) == ["memories.0.confidence"]
+
+
+def test_a_chunk_that_fails_for_good_ends_the_import_failed_saying_where(
+    alice: Api,
+    make_project: MakeProject,
+    drain: Callable[[], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a store that refuses the chunk's memory for a reason no retry gets past
+    project = make_project(alice)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise decimal.Underflow("a number DynamoDB cannot hold")
+
+    monkeypatch.setattr(MemoryStore, "write", refuse)
+    # When it is imported and the worker runs what is queued
+    started = alice.post(f"/projects/{project}/import", exported([memory()]))
+    assert started.status == 202, started
+    drain()
+    # Then the import says it failed, and where, instead of 'queued' for good
+    progress = alice.get(started.headers["Location"]).body
+    assert progress["status"] == "failed", progress
+    assert progress["errors"] == ["Chunk 0 could not be written; the import stopped there."]
+
+
+def test_a_chunk_that_meets_throttling_is_left_to_the_queue_to_try_again(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an import queued, and a store that is busy
+    project = make_project(alice)
+    started = alice.post(f"/projects/{project}/import", exported([memory()]))
+    job = ImportJob(
+        user_id=alice.sub or "", project_id=project, import_id=started.body["id"], chunk=0
+    )
+
+    def busy(*args: Any, **kwargs: Any) -> Any:
+        raise Throttled("The store is busy; try again shortly.")
+
+    monkeypatch.setattr(MemoryStore, "write", busy)
+    # When the worker runs its chunk, then Then the failure is raised for the queue's retry
+    with pytest.raises(Throttled):
+        data_service().run_chunk(job, clock.now())
+    monkeypatch.undo()
+    assert alice.get(started.headers["Location"]).body["status"] != "failed"
+    data_service().run_chunk(job, clock.now())
+    assert alice.get(started.headers["Location"]).body["status"] == "done"

@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from recall.domain.memory import Action, Category, Scope, Source
 from recall.domain.messages import MessageRole, MessageStatus
+from recall.domain.numbers import storable_number
 from recall.domain.presets import ContextPrompt, Preset, PresetCopy, ThreadSettings
 from recall.domain.prompt import ToolCall, ToolResult, Usage
 
@@ -150,6 +151,12 @@ class ExportedHistory(Wire):
     at: str
 
 
+def _storable(value: float) -> float:
+    if not storable_number(value):
+        raise ValueError("0, or from 1e-130 to 1")
+    return value
+
+
 class ExportedMemory(Wire):
     key: str
     value: str
@@ -157,7 +164,7 @@ class ExportedMemory(Wire):
     scope: Scope = Scope.PERSISTENT
     conversation_id: str | None = None
     source: Source = Source.EXPLICIT
-    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    confidence: Annotated[float, AfterValidator(_storable)] = Field(default=1.0, ge=0.0, le=1.0)
     expires_at: str | None = None
     created_at: str = ""
     updated_at: str = ""

@@ -43,12 +43,13 @@ from recall.domain.imports import (
 from recall.domain.jobs import ImportJob
 from recall.domain.memory import is_active
 from recall.domain.presets import Preset
-from recall.errors import Conflict, Forbidden, NotFound, TooLarge, Unavailable
+from recall.errors import Conflict, Forbidden, NotFound, Throttled, TooLarge, Unavailable
 from recall.observability import logger
 from recall.services.access import ProjectAccess
 from recall.services.presets import preset_limits, setting_limits
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
+from recall.store.dynamodb import fault_of
 from recall.store.exports import ExportStore
 from recall.store.imports import ImportStore
 from recall.store.jobs import JobQueue
@@ -273,6 +274,23 @@ class DataService:
         )
 
     def run_chunk(self, job: ImportJob, now: datetime) -> ImportProgress | None:
+        """Write one chunk (below). A failure the queue's retries may get past (throttling,
+        a transient fault) is raised for them; any other would fail every retry and leave
+        the import saying ``queued`` or ``running`` for good, so it ends the import
+        ``failed``, saying at which chunk; what earlier chunks wrote stays."""
+        try:
+            return self._write_chunk(job, now)
+        except Exception as error:
+            if isinstance(error, Throttled | Unavailable) or fault_of(error) is not None:
+                raise
+            logger.exception("import chunk failed for good", extra={"chunk": job.chunk})
+            progress = self._imports.progress(job.user_id, job.project_id, job.import_id)
+            if progress is not None:
+                why = f"Chunk {job.chunk} could not be written; the import stopped there."
+                self._imports.fail(progress, why, now)
+            return None
+
+    def _write_chunk(self, job: ImportJob, now: datetime) -> ImportProgress | None:
         """Write one chunk, queue the next, then count this one. Every write is of an item
         with a derived id, so a chunk run twice writes the same items again; the next
         chunk is queued before this one is counted, so a crash in between queues it twice
