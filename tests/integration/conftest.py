@@ -13,7 +13,7 @@ import uuid
 import boto3
 import pytest
 
-from local import embedded, runtime
+from local import background, embedded, runtime
 from recall.domain import clock
 from recall.settings import Settings, get_settings
 from recall.store.dynamodb import dynamodb_client, to_item
@@ -152,6 +152,18 @@ def make_project() -> Callable[..., str]:
         return project_id
 
     return make
+
+
+@pytest.fixture
+def drain(embedded_store: embedded.EmbeddedStore) -> Callable[[], None]:
+    """Run every queued job (import chunks included) until the queue is empty."""
+
+    def run() -> None:
+        for poller in background.pollers(embedded_store):
+            _, empty = poller.drain(deadline_seconds=60)
+            assert empty
+
+    return run
 
 
 def transactions_after_every_racer_read(monkeypatch: pytest.MonkeyPatch, racers: int) -> None:

@@ -6,22 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
-from local import background, embedded
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
-
-
-@pytest.fixture
-def drain(embedded_store: embedded.EmbeddedStore) -> Callable[[], None]:
-    def run() -> None:
-        for poller in background.pollers(embedded_store):
-            _, empty = poller.drain(deadline_seconds=60)
-            assert empty
-
-    return run
 
 
 def say(api: Api, project: str, message: str, conversation: str | None = None) -> str:

@@ -113,13 +113,10 @@ def test_a_transaction_never_copies_a_whole_table(
     assert "Item" in client.get_item(TableName=table, Key=key(owner, "landed"))
 
 
-def test_writes_made_while_transactions_fail_are_all_kept(
-    client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given a counter, and as many writers adding to it as there are transactions that add
-    # to it too but fail on their last check, which takes a while (moto runs in this process)
-    table, owner = get_settings().usage_table, f"writes-{uuid.uuid4().hex}"
-    start_counter(client, table, owner)
+@pytest.fixture
+def slow_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing transaction's check of the absent item takes a while (moto runs in this
+    process), so other requests land while it is half done."""
     read = DynamoDBBackend.get_item
 
     def slow_check(backend: DynamoDBBackend, table: str, keys: dict[str, Any], *rest: Any) -> Any:
@@ -128,6 +125,15 @@ def test_writes_made_while_transactions_fail_are_all_kept(
         return read(backend, table, keys, *rest)
 
     monkeypatch.setattr(DynamoDBBackend, "get_item", slow_check)
+
+
+def test_writes_made_while_transactions_fail_are_all_kept(
+    client: DynamoDBClient, slow_checks: None
+) -> None:
+    # Given a counter, and as many writers adding to it as there are transactions that add
+    # to it too but fail on their last check, which takes a while (moto runs in this process)
+    table, owner = get_settings().usage_table, f"writes-{uuid.uuid4().hex}"
+    start_counter(client, table, owner)
 
     def add() -> None:
         for _ in range(WRITES_EACH):
@@ -158,19 +164,11 @@ def test_writes_made_while_transactions_fail_are_all_kept(
 
 
 def test_no_read_sees_what_a_failing_transaction_wrote_before_it_failed(
-    client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+    client: DynamoDBClient, slow_checks: None
 ) -> None:
     # Given transactions that create an item, then fail on a check that takes a while
     table, owner = get_settings().usage_table, f"writes-{uuid.uuid4().hex}"
     start_counter(client, table, owner)
-    read = DynamoDBBackend.get_item
-
-    def slow_check(backend: DynamoDBBackend, table: str, keys: dict[str, Any], *rest: Any) -> Any:
-        if keys.get("period") == {"S": "absent"}:
-            time.sleep(CHECK_SECONDS)
-        return read(backend, table, keys, *rest)
-
-    monkeypatch.setattr(DynamoDBBackend, "get_item", slow_check)
 
     def fail() -> None:
         for _ in range(WRITES_EACH // 4):

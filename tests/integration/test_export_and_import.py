@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from local import background, embedded
 from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.jobs import ImportJob
@@ -27,18 +26,6 @@ from recall.wiring import (
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
-
-
-@pytest.fixture
-def drain(embedded_store: embedded.EmbeddedStore) -> Callable[[], None]:
-    """Run every queued job (import chunks included) until the queue is empty."""
-
-    def run() -> None:
-        for poller in background.pollers(embedded_store):
-            _, empty = poller.drain(deadline_seconds=60)
-            assert empty
-
-    return run
 
 
 @pytest.fixture

@@ -10,23 +10,12 @@ from typing import Any
 
 import pytest
 
-from local import background, embedded
 from recall.settings import get_settings
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
 Settings = Callable[..., None]
 LIMIT = 200_000
-
-
-@pytest.fixture
-def drain(embedded_store: embedded.EmbeddedStore) -> Callable[[], None]:
-    def run() -> None:
-        for poller in background.pollers(embedded_store):
-            _, empty = poller.drain(deadline_seconds=60)
-            assert empty
-
-    return run
 
 
 def fill(api: Api, project: str, text: str, turns: int) -> None:

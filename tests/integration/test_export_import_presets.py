@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from local import background, embedded
 from recall.wiring import data_service, preset_store
 from tests.integration.conftest import Api
 from tests.integration.test_export_and_import import import_done, say
@@ -30,18 +29,6 @@ EDITOR: dict[str, Any] = {
     "contextPrompts": [{"role": "user", "content": "You tighten drafts to half their length."}],
     "settings": {"temperature": 0.1},
 }
-
-
-@pytest.fixture
-def drain(embedded_store: embedded.EmbeddedStore) -> Drain:
-    """Run every queued job (import chunks included) until the queue is empty."""
-
-    def run() -> None:
-        for poller in background.pollers(embedded_store):
-            _, empty = poller.drain(deadline_seconds=60)
-            assert empty
-
-    return run
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from collections.abc import Callable
 import decimal
 from typing import Any
 
+from botocore.exceptions import ClientError
 import pytest
 
-from local import background, embedded
 from recall.domain import clock
 from recall.domain.jobs import ImportJob
 from recall.errors import Throttled
@@ -18,18 +18,6 @@ from recall.wiring import data_service
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
-
-
-@pytest.fixture
-def drain(embedded_store: embedded.EmbeddedStore) -> Callable[[], None]:
-    """Run every queued job (import chunks included) until the queue is empty."""
-
-    def run() -> None:
-        for poller in background.pollers(embedded_store):
-            _, empty = poller.drain(deadline_seconds=60)
-            assert empty
-
-    return run
 
 
 def import_done(api: Api, project: str, document: Any, drain: Callable[[], None]) -> Any:
@@ -258,17 +246,29 @@ def test_a_confidence_too_small_to_store_is_a_422_not_a_stuck_import(
     assert fields(imported) == ["memories.0.confidence"]
 
 
+def client_error(code: str, status: int) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "PutItem"
+    )
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [decimal.Underflow("a number DynamoDB cannot hold"), client_error("ValidationException", 400)],
+    ids=["underflow", "validation"],
+)
 def test_a_chunk_that_fails_for_good_ends_the_import_failed_saying_where(
     alice: Api,
     make_project: MakeProject,
     drain: Callable[[], None],
     monkeypatch: pytest.MonkeyPatch,
+    refusal: Exception,
 ) -> None:
     # Given a store that refuses the chunk's memory for a reason no retry gets past
     project = make_project(alice)
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise decimal.Underflow("a number DynamoDB cannot hold")
+        raise refusal
 
     monkeypatch.setattr(MemoryStore, "write", refuse)
     # When it is imported and the worker runs what is queued
@@ -281,8 +281,18 @@ def test_a_chunk_that_fails_for_good_ends_the_import_failed_saying_where(
     assert progress["errors"] == ["Chunk 0 could not be written; the import stopped there."]
 
 
-def test_a_chunk_that_meets_throttling_is_left_to_the_queue_to_try_again(
-    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Throttled("The store is busy; try again shortly."),
+        client_error("ProvisionedThroughputExceededException", 400),
+        client_error("InternalServerError", 500),
+        RuntimeError("the worker stopped"),
+    ],
+    ids=["throttled", "throughput", "internal", "crash"],
+)
+def test_a_chunk_that_meets_a_passing_fault_is_left_to_the_queue_to_try_again(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch, fault: Exception
 ) -> None:
     # Given an import queued, and a store that is busy
     project = make_project(alice)
@@ -292,11 +302,11 @@ def test_a_chunk_that_meets_throttling_is_left_to_the_queue_to_try_again(
     )
 
     def busy(*args: Any, **kwargs: Any) -> Any:
-        raise Throttled("The store is busy; try again shortly.")
+        raise fault
 
     monkeypatch.setattr(MemoryStore, "write", busy)
-    # When the worker runs its chunk, then Then the failure is raised for the queue's retry
-    with pytest.raises(Throttled):
+    # When the worker runs its chunk, then the failure is raised for the queue's retry
+    with pytest.raises(type(fault)):
         data_service().run_chunk(job, clock.now())
     monkeypatch.undo()
     assert alice.get(started.headers["Location"]).body["status"] != "failed"

@@ -43,7 +43,7 @@ from recall.domain.imports import (
 from recall.domain.jobs import ImportJob
 from recall.domain.memory import is_active
 from recall.domain.presets import Preset
-from recall.errors import Conflict, Forbidden, NotFound, Throttled, TooLarge, Unavailable
+from recall.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge, Unavailable
 from recall.observability import logger
 from recall.services.access import ProjectAccess
 from recall.services.presets import preset_limits, setting_limits
@@ -57,6 +57,10 @@ from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
 from recall.store.presets import PresetStore
 from recall.store.projects import ProjectStore
+
+# Failures a chunk's own data causes, the same on every retry: a number DynamoDB cannot
+# hold (decimal's errors are ArithmeticErrors), a value or shape a check refuses.
+FROM_THE_DATA = (ArithmeticError, ValueError, TypeError, LookupError, Invalid, TooLarge)
 
 
 class DataService:
@@ -274,14 +278,15 @@ class DataService:
         )
 
     def run_chunk(self, job: ImportJob, now: datetime) -> ImportProgress | None:
-        """Write one chunk (below). A failure the queue's retries may get past (throttling,
-        a transient fault) is raised for them; any other would fail every retry and leave
-        the import saying ``queued`` or ``running`` for good, so it ends the import
-        ``failed``, saying at which chunk; what earlier chunks wrote stays."""
+        """Write one chunk (below). A failure that comes from the chunk's data (a value
+        DynamoDB refuses, one a check refuses) fails every retry alike and would leave the
+        import saying ``queued`` or ``running`` for good, so it ends the import ``failed``,
+        saying at which chunk; what earlier chunks wrote stays. Anything else (throttling,
+        a transient fault, a crash) is raised for the queue's retries."""
         try:
             return self._write_chunk(job, now)
-        except Exception as error:
-            if isinstance(error, Throttled | Unavailable) or fault_of(error) is not None:
+        except (*FROM_THE_DATA, ClientError) as error:
+            if isinstance(error, ClientError) and fault_of(error) is not None:
                 raise
             logger.exception("import chunk failed for good", extra={"chunk": job.chunk})
             progress = self._imports.progress(job.user_id, job.project_id, job.import_id)
