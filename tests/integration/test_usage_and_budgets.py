@@ -171,6 +171,7 @@ def test_a_turn_at_its_daily_turn_budget_is_refused_with_retry_after_until_midni
     [detail] = refused.body["error"]["details"]
     assert (detail["limit"], detail["used"], detail["budget"]) == ("turnsPerDay", 3, 3)
     assert detail["resetsAt"] == "2026-11-30T00:00:00.000Z"
+    assert refused.body["error"]["message"].endswith(f"it resets at {detail['resetsAt']}.")
     # Refused before the model, and no thread was started for it
     assert model.calls == calls
     listed = bob.get(f"/projects/{project}/conversations").body["conversations"]

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from recall.domain import clock
 from recall.domain.prompt import Usage
 
 Period = Literal["day", "month"]
@@ -147,5 +148,5 @@ def refusal_message(refusal: Refusal) -> str:
     per = "today" if refusal.limit.endswith("Day") else "this month"
     return (
         f"You have used your budget of {refusal.budget:,} {what} {per} in this project; "
-        f"it resets at {refusal.resets_at.strftime('%Y-%m-%dT%H:%M:%SZ')}."
+        f"it resets at {clock.stamp(refusal.resets_at)}."
     )
