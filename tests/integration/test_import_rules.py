@@ -279,6 +279,17 @@ def test_a_chunk_that_fails_for_good_ends_the_import_failed_saying_where(
     progress = alice.get(started.headers["Location"]).body
     assert progress["status"] == "failed", progress
     assert progress["errors"] == ["Chunk 0 could not be written; the import stopped there."]
+    # And once the cause is gone, the same document again starts it over
+    monkeypatch.undo()
+    again = alice.post(f"/projects/{project}/import", exported([memory()]))
+    assert (again.status, again.body["id"], again.body["status"]) == (
+        202,
+        started.body["id"],
+        "queued",
+    )
+    drain()
+    progress = alice.get(started.headers["Location"]).body
+    assert (progress["status"], progress["memoriesDone"], progress["errors"]) == ("done", 1, [])
 
 
 @pytest.mark.parametrize(

@@ -96,8 +96,10 @@ class ImportStore:
     def start(
         self, progress: ImportProgress, chunks: list[Chunk], now: datetime
     ) -> tuple[ImportProgress, bool]:
-        """Save the chunks, then the progress item if the import is new: ``(progress,
-        created)``; the same document again finds the import it started."""
+        """Save the chunks, then the progress item if the import is new or had failed:
+        ``(progress, created)``. The same document again finds the import it started, or
+        starts a failed one over (every write of a chunk is of a derived id, so what the
+        failed run wrote is written again, never twice)."""
         owner = owner_key(progress.user_id, progress.project_id)
         ttl = self._ttl(now)
         batch_write(
@@ -127,8 +129,9 @@ class ImportStore:
             self.client.put_item(
                 TableName=self._table,
                 Item=item,
-                ConditionExpression="attribute_not_exists(#sk)",
-                ExpressionAttributeNames={"#sk": "sk"},
+                ConditionExpression="attribute_not_exists(#sk) OR #status = :failed",
+                ExpressionAttributeNames={"#sk": "sk", "#status": "status"},
+                ExpressionAttributeValues={":failed": to_value(ImportStatus.FAILED.value)},
             )
         except ClientError as exc:
             if not isinstance(translate(exc), Conflict):
