@@ -58,6 +58,22 @@ def exported(
     }
 
 
+def exported_thread(
+    messages: list[tuple[str, str, str]], created_at: str, updated_at: str
+) -> dict[str, Any]:
+    """One conversation of a Recall export, its messages each ``(role, content, at)``."""
+    return {
+        "id": "OLD",
+        "title": "Old",
+        "createdAt": created_at,
+        "updatedAt": updated_at,
+        "messages": [
+            {"id": f"M{number}", "role": role, "content": content, "createdAt": at}
+            for number, (role, content, at) in enumerate(messages)
+        ],
+    }
+
+
 def memory(**changes: Any) -> dict[str, Any]:
     return {"key": "tone", "value": "warm", "category": "brand", **changes}
 
@@ -73,15 +89,9 @@ def test_a_time_before_1970_is_a_422_naming_the_field_never_a_500(
     # Given
     project = make_project(alice)
     fine = "2025-03-01T09:00:00Z"
-    conversation = {
-        "id": "OLD",
-        "title": "Old",
-        "createdAt": "0001-01-01T00:00:00+14:00",
-        "updatedAt": fine,
-        "messages": [
-            {"id": "M", "role": "user", "content": "c", "createdAt": "0999-12-31T23:59:59Z"}
-        ],
-    }
+    conversation = exported_thread(
+        [("user", "c", "0999-12-31T23:59:59Z")], "0001-01-01T00:00:00+14:00", fine
+    )
     # When
     threads = alice.post(
         f"/projects/{project}/import",
@@ -147,13 +157,7 @@ def test_a_blank_message_is_a_422_naming_its_content(
     # Given
     project = make_project(alice)
     at = "2025-03-01T09:00:00Z"
-    conversation = {
-        "id": "OLD",
-        "title": "Old",
-        "createdAt": at,
-        "updatedAt": at,
-        "messages": [{"id": "M", "role": "user", "content": blank, "createdAt": at}],
-    }
+    conversation = exported_thread([("user", blank, at)], at, at)
     # When
     threads = alice.post(
         f"/projects/{project}/import",
@@ -171,16 +175,9 @@ def test_a_blank_reply_of_recalls_own_export_still_imports(
     # Given: a turn that ended in tool calls, as Recall saves it
     project = make_project(alice)
     at = "2025-03-01T09:00:00.000Z"
-    conversation = {
-        "id": "OLD",
-        "title": "Old",
-        "createdAt": at,
-        "updatedAt": at,
-        "messages": [
-            {"id": "M1", "role": "user", "content": "Remember: dark header", "createdAt": at},
-            {"id": "M2", "role": "assistant", "content": "", "createdAt": at},
-        ],
-    }
+    conversation = exported_thread(
+        [("user", "Remember: dark header", at), ("assistant", "", at)], at, at
+    )
     # When
     progress = import_done(alice, project, exported([], conversation), drain)
     # Then
