@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aws_lambda_powertools.shared.json_encoder import Encoder
 from pydantic import Field
 
 from recall.api.models import View
+from recall.domain.exports import answer_text
 from recall.domain.imports import ImportProgress, ImportStatus
 
 
@@ -35,6 +35,6 @@ EXPORT_CONTENT_TYPE = "application/json; charset=utf-8"
 
 
 def utf8_json(value: Any) -> str:
-    """The data routes' bodies as the export counts them (``answer_text``): UTF-8, never
-    ``\\u`` escapes, which would make a body of emoji three times the size counted."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), cls=Encoder)
+    """The data routes' bodies written as the export counts them: ``answer_text``, with
+    Powertools' encoder for what plain JSON cannot write."""
+    return answer_text(value, Encoder)

@@ -257,11 +257,11 @@ def _line(fields: dict[str, object]) -> bytes:
     return answer_text(fields).encode() + b"\n"
 
 
-def answer_text(value: object) -> str:
+def answer_text(value: object, encoder: type[json.JSONEncoder] = json.JSONEncoder) -> str:
     """JSON as the export answers it and writes its lines: UTF-8, never ``\\u`` escapes
     (an emoji is 4 bytes, not the 12 of ``\\ud83d\\ude00``), so what ``answer_size``
-    counts is what is sent."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    counts is what is sent. ``encoder`` writes what plain JSON cannot (the API's own)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), cls=encoder)
 
 
 def answer_size(text: bytes) -> int:

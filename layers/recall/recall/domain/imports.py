@@ -728,10 +728,10 @@ def _said(record: HistoryRecord) -> str:
     return json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
 
 
-def history_record_id(record: HistoryRecord) -> str:
-    """A history record's ULID at its own time, derived from all it says: the same record,
-    from this import or any other, is always the same item."""
-    return derived_id(_ms(record.at), "history", _said(record))
+def history_record_id(record: HistoryRecord, said: str) -> str:
+    """A history record's ULID at its own time, derived from all it says (``_said``): the
+    same record, from this import or any other, is always the same item."""
+    return derived_id(_ms(record.at), "history", said)
 
 
 def history_to_add(
@@ -745,5 +745,5 @@ def history_to_add(
         said = _said(record)
         if said not in seen:
             seen.add(said)
-            added.append((record, history_record_id(record)))
+            added.append((record, history_record_id(record, said)))
     return added
