@@ -15,7 +15,8 @@ from botocore.exceptions import ClientError
 from pydantic import Field
 
 from recall.domain import clock
-from recall.domain.imports import Chunk, ImportProgress, ImportStatus
+from recall.domain.import_chunks import Chunk
+from recall.domain.imports import ImportProgress, ImportStatus
 from recall.errors import Conflict
 from recall.settings import Settings
 from recall.store.dynamodb import (

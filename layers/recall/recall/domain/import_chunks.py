@@ -1,0 +1,113 @@
+"""How an import plan is cut for the worker: chunks that each fit one DynamoDB item as
+DynamoDB counts it (UTF-8 bytes, whatever the script), in the order the worker writes
+them."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from recall.domain.conversations import Conversation
+from recall.domain.memory import HistoryRecord, MemoryEntry
+from recall.domain.messages import Message
+from recall.domain.presets import Preset
+from recall.domain.sizes import stored_size
+
+
+class ThreadPart(BaseModel):
+    """Some of one thread's messages; the part that ends the thread carries the thread."""
+
+    index: int
+    conversation_id: str
+    first: int
+    messages: list[Message]
+    conversation: Conversation | None = None
+
+
+class ImportedMemory(BaseModel):
+    entry: MemoryEntry
+    history: list[HistoryRecord]
+
+
+class Chunk(BaseModel):
+    """What one worker job writes: well under DynamoDB's 400 KB item. Presets come first
+    in the first chunks, so a thread's ``presetId`` may already name one when it lands."""
+
+    number: int
+    presets: list[Preset] = Field(default_factory=list)
+    parts: list[ThreadPart] = Field(default_factory=list)
+    memories: list[ImportedMemory] = Field(default_factory=list)
+
+    def message_count(self) -> int:
+        return sum(len(part.messages) for part in self.parts)
+
+    def thread_count(self) -> int:
+        return sum(1 for part in self.parts if part.conversation is not None)
+
+
+def _stored_bytes(value: BaseModel) -> int:
+    """What ``value`` adds to a chunk's body as DynamoDB counts it: its JSON's UTF-8
+    bytes ("é" is 2 of them, "😀" 4), and one more for the comma after it."""
+    return stored_size(value.model_dump_json()) + 1
+
+
+def cut_into_chunks(
+    presets: list[Preset],
+    built: list[tuple[Conversation, list[Message]]],
+    memories: list[ImportedMemory],
+    max_bytes: int,
+) -> list[Chunk]:
+    """Chunks in document order: presets first, then threads (a thread's messages may span
+    chunks, and the chunk with its last message creates the thread); memory entries come
+    last, after their threads. Each chunk's body is at most ``max_bytes`` as DynamoDB
+    counts it, whatever the text's script, unless one item alone is larger."""
+    chunks: list[Chunk] = []
+    current = Chunk(number=0)
+    used = _stored_bytes(current)
+
+    def holds() -> bool:
+        return bool(current.presets or current.parts or current.memories)
+
+    def close() -> None:
+        nonlocal current, used
+        if holds():
+            chunks.append(current)
+            current = Chunk(number=len(chunks))
+            used = _stored_bytes(current)
+
+    def make_room(size: int) -> None:
+        if used + size > max_bytes:
+            close()
+
+    for preset in presets:
+        size = _stored_bytes(preset)
+        make_room(size)
+        current.presets.append(preset)
+        used += size
+    for index, (conversation, messages) in enumerate(built):
+        thread_id = conversation.conversation_id
+        part = ThreadPart(index=index, conversation_id=thread_id, first=0, messages=[])
+        # The thread goes with its last message, so the two are counted together.
+        last = _stored_bytes(conversation)
+        if not messages:
+            make_room(_stored_bytes(part) + last)
+            used += last
+        used += _stored_bytes(part)
+        for number, message in enumerate(messages):
+            size = _stored_bytes(message) + (last if number == len(messages) - 1 else 0)
+            if used + size > max_bytes and (part.messages or holds()):
+                if part.messages:
+                    current.parts.append(part)
+                close()
+                part = ThreadPart(index=index, conversation_id=thread_id, first=number, messages=[])
+                used += _stored_bytes(part)
+            part.messages.append(message)
+            used += size
+        part.conversation = conversation
+        current.parts.append(part)
+    for memory in memories:
+        size = _stored_bytes(memory)
+        make_room(size)
+        current.memories.append(memory)
+        used += size
+    close()
+    return chunks
