@@ -4,15 +4,18 @@ rules as every other write, and nothing appended twice."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 import decimal
 from typing import Any
 
 from botocore.exceptions import ClientError
 import pytest
 
+from local import background, embedded
 from recall.domain import clock
 from recall.domain.jobs import ImportJob
 from recall.errors import Throttled
+from recall.store.imports import import_key, progress_sk
 from recall.store.memories import MemoryStore
 from recall.wiring import data_service
 from tests.integration.conftest import Api
@@ -320,3 +323,87 @@ def test_a_chunk_that_meets_a_passing_fault_is_left_to_the_queue_to_try_again(
     assert alice.get(started.headers["Location"]).body["status"] != "failed"
     data_service().run_chunk(job, clock.now())
     assert alice.get(started.headers["Location"]).body["status"] == "done"
+
+
+def test_an_import_whose_job_was_dead_lettered_goes_on_when_its_document_comes_again(
+    alice: Api,
+    make_project: MakeProject,
+    drain: Callable[[], None],
+    embedded_store: embedded.EmbeddedStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given an import in two chunks, a thread then a memory entry, whose second chunk meets
+    # a busy store on every try until the queue dead-letters its job
+    project = make_project(alice)
+    service = data_service()
+    small = service._settings.model_copy(update={"import_chunk_max_bytes": 1_500})
+    monkeypatch.setattr(service, "_settings", small)
+    said = [("user", "a" * 600, "2025-05-01T08:00:00.000Z")]
+    replied = [("assistant", "b" * 600, "2025-05-01T08:00:01.000Z")]
+    document = exported(
+        [memory()],
+        exported_thread(said + replied, "2025-05-01T08:00:00.000Z", "2025-05-01T08:00:01.000Z"),
+    )
+    [poller] = background.pollers(embedded_store)
+    dead_before = poller.dead_letters()
+
+    def busy(*args: Any, **kwargs: Any) -> Any:
+        raise Throttled("The store is busy; try again shortly.")
+
+    write = MemoryStore.write
+    monkeypatch.setattr(MemoryStore, "write", busy)
+    started = alice.post(f"/projects/{project}/import", document)
+    drain()
+    stuck = alice.get(started.headers["Location"]).body
+    assert poller.dead_letters() == dead_before + 1
+    assert (stuck["status"], stuck["threadsDone"], stuck["memoriesDone"]) == ("running", 1, 0)
+    monkeypatch.setattr(MemoryStore, "write", write)
+    # When the same document comes again before IMPORT_STALL_SECONDS, nothing is queued
+    assert alice.post(f"/projects/{project}/import", document).status == 202
+    drain()
+    assert alice.get(started.headers["Location"]).body == stuck
+    # And when it comes again after, the import goes on from its next chunk
+    later = clock.parse(stuck["updatedAt"]) + timedelta(seconds=small.import_stall_seconds)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    again = alice.post(f"/projects/{project}/import", document)
+    drain()
+    # Then it is done, the thread counted once and the memory entry written
+    assert (again.status, again.body["id"]) == (202, started.body["id"])
+    done = alice.get(started.headers["Location"]).body
+    assert (done["status"], done["threadsDone"], done["messagesDone"]) == ("done", 1, 2)
+    assert (done["memoriesDone"], done["errors"]) == (1, [])
+
+
+def test_of_two_requests_taking_up_a_stalled_import_only_one_queues_its_chunk(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given an import whose chunk has not moved for IMPORT_STALL_SECONDS
+    project = make_project(alice)
+    started = alice.post(f"/projects/{project}/import", exported([memory()]))
+    service = data_service()
+    progress = service._imports.progress(alice.sub or "", project, started.body["id"])
+    assert progress is not None
+    later = clock.parse(progress.updated_at) + timedelta(seconds=3600)
+    # When two requests that read it take it up at once, then only the first wins
+    assert [service._imports.take_up(progress, later) for _ in range(2)] == [True, False]
+    drain()
+
+
+def test_an_import_s_progress_item_holds_each_count_once_under_the_names_its_updates_use(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given an import started
+    project = make_project(alice)
+    started = alice.post(f"/projects/{project}/import", exported([memory()]))
+    imports = data_service()._imports
+    key = import_key(alice.sub or "", project, progress_sk(started.body["id"]))
+
+    def attributes() -> set[str]:
+        return set(imports.client.get_item(TableName=imports._table, Key=key)["Item"])
+
+    before = attributes()
+    # When its one chunk is counted
+    drain()
+    # Then the counts and times were moved, never written a second time beside the first
+    assert not {name for name in before | attributes() if "_" in name}
+    assert attributes() - before == {"doneChunks"}

@@ -199,6 +199,10 @@ class Settings(BaseSettings):
     import_chunk_max_bytes: int = 300_000
     # An import's progress and chunks are kept this long, then DynamoDB's TTL drops them.
     import_ttl_days: int = 7
+    # An import whose progress has not moved this long had its chunk's job dead-lettered
+    # (the queue's 720 s visibility times 3 receives is 36 minutes): the same document sent
+    # again takes it up from its next chunk.
+    import_stall_seconds: int = 3600
 
     # Idempotency
     idempotency_ttl_seconds: int = 3600

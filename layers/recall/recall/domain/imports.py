@@ -127,6 +127,17 @@ class ImportProgress(BaseModel):
     created_at: str
     updated_at: str
 
+    def next_chunk(self) -> int:
+        """The chunk to run next: chunks run in order, so the first not counted."""
+        return min(set(range(self.chunks_total)) - self.counted, default=self.chunks_total)
+
+    def stalled(self, now: datetime, stall_seconds: int) -> bool:
+        """Not finished and unmoved for ``stall_seconds``: its chunk's job ran out of
+        retries (a chunk counted, or the import taken up, moves ``updated_at``)."""
+        if self.status not in (ImportStatus.QUEUED, ImportStatus.RUNNING):
+            return False
+        return now - parse(self.updated_at) >= timedelta(seconds=stall_seconds)
+
 
 # Parsing and checking
 

@@ -238,9 +238,10 @@ class DataService:
     def start_import(
         self, user_id: str, project_id: str, body: Any, now: datetime | None = None
     ) -> ImportProgress:
-        """Check the whole document, save its chunks and queue the first; the same
-        document again answers the import it already started (and queues its first chunk
-        again if none has run, in case the queue refused it the first time)."""
+        """Check the whole document, save its chunks and queue the first. The same
+        document again answers the import it already started, and queues its first chunk
+        again if none has run (in case the queue refused it the first time), or its next
+        chunk if it stalled: that chunk's job ran out of retries on faults now passed."""
         at = now or clock.now()
         self._access.require(user_id, project_id, Role.EDITOR)
         plan = plan_import(user_id, project_id, parse_document(body), self.limits(), at)
@@ -255,9 +256,15 @@ class DataService:
             created_at=stamp,
             updated_at=stamp,
         )
-        stored, _ = self._imports.start(progress, plan.chunks, at)
-        if stored.status == ImportStatus.QUEUED and stored.chunks_done == 0:
-            self._queue.send([self._job(stored, 0)])
+        stored, created = self._imports.start(progress, plan.chunks, at)
+        if not created and stored.stalled(at, self._settings.import_stall_seconds):
+            if not self._imports.take_up(stored, at):
+                return stored
+            stored = stored.model_copy(update={"updated_at": stamp})
+            logger.info("import taken up again", extra={"chunk": stored.next_chunk()})
+        elif stored.status != ImportStatus.QUEUED or stored.chunks_done:
+            return stored
+        self._queue.send([self._job(stored, stored.next_chunk())])
         return stored
 
     def progress(self, user_id: str, project_id: str, import_id: str) -> ImportProgress:

@@ -123,9 +123,11 @@ class ImportStore:
             ],
         )
         values = progress.model_dump(exclude={"chunks_done", "counted", "errors"})
-        item = to_item(
+        stored = ProgressItem.model_validate(
             {**values, "owner": owner, "sk": progress_sk(progress.import_id), "ttl": ttl}
         )
+        # Under the names the updates use; no chunk is done yet (DynamoDB holds no empty set).
+        item = to_item(stored.model_dump(by_alias=True, exclude={"done_chunks"}))
         try:
             self.client.put_item(
                 TableName=self._table,
@@ -218,6 +220,31 @@ class ImportStore:
             self._set_status(counted, ImportStatus.DONE, now)
             return counted.model_copy(update={"status": ImportStatus.DONE})
         return counted
+
+    def take_up(self, progress: ImportProgress, now: datetime) -> bool:
+        """Move a stalled import's ``updatedAt`` to now, on condition nobody moved it
+        since it was read: of two requests taking it up at once, one queues its chunk."""
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=import_key(
+                    progress.user_id, progress.project_id, progress_sk(progress.import_id)
+                ),
+                UpdateExpression="SET #updatedAt = :now",
+                ConditionExpression="#updatedAt = :seen AND #status IN (:queued, :running)",
+                ExpressionAttributeNames={"#updatedAt": "updatedAt", "#status": "status"},
+                ExpressionAttributeValues={
+                    ":now": to_value(clock.stamp(now)),
+                    ":seen": to_value(progress.updated_at),
+                    ":queued": to_value(ImportStatus.QUEUED.value),
+                    ":running": to_value(ImportStatus.RUNNING.value),
+                },
+            )
+        except ClientError as exc:
+            if isinstance(translate(exc), Conflict):
+                return False
+            raise translate(exc) from exc
+        return True
 
     def fail(self, progress: ImportProgress, error: str, now: datetime) -> None:
         """Stop an import that cannot go on (its chunk is gone), saying why."""
