@@ -407,3 +407,36 @@ def test_an_import_s_progress_item_holds_each_count_once_under_the_names_its_upd
     # Then the counts and times were moved, never written a second time beside the first
     assert not {name for name in before | attributes() if "_" in name}
     assert attributes() - before == {"doneChunks"}
+
+
+def test_an_entry_with_more_history_than_a_chunk_holds_imports_whole(
+    alice: Api,
+    make_project: MakeProject,
+    drain: Callable[[], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given chunks of 2 KB and an entry changed 40 times, about 8 KB of history
+    project = make_project(alice)
+    service = data_service()
+    small = service._settings.model_copy(update={"import_chunk_max_bytes": 2_000})
+    monkeypatch.setattr(service, "_settings", small)
+    changes = [
+        {
+            "action": "updated",
+            "oldValue": f"tone {n}",
+            "newValue": f"tone {n + 1}",
+            "source": "extracted",
+            "at": f"2025-05-01T08:{n:02d}:00.000Z",
+        }
+        for n in range(40)
+    ]
+    # When it is imported
+    progress = import_done(alice, project, exported([memory(history=changes)]), drain)
+    # Then the entry and its whole history are in, in order, and nothing is reported lost
+    assert (progress["memoriesDone"], progress["errors"]) == (1, [])
+    held = alice.get(f"/projects/{project}/memories/tone/history").body["history"]
+    assert [r["newValue"] for r in held if r["source"] == "extracted"] == [
+        f"tone {n + 1}" for n in range(40)
+    ]
+    entries = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert [(entry["key"], entry["value"]) for entry in entries] == [("tone", "warm")]

@@ -318,3 +318,50 @@ def test_the_clear_context_marker_lands_after_the_same_message_under_new_ids(
         for i in ids
         if part.conversation.cleared_after is None or i > part.conversation.cleared_after
     ] == ids[hidden:]
+
+
+def test_an_entry_whose_history_outgrows_a_chunk_is_cut_across_chunks_and_written_last() -> None:
+    # Given an entry changed 600 times, each change about 1 KB: 600 KB of history
+    limits = LIMITS.model_copy(update={"chunk_max_bytes": 100_000})
+    changes = [
+        {
+            "action": "updated",
+            "oldValue": f"{n:03d}" + "o" * 497,
+            "newValue": f"{n + 1:03d}" + "n" * 497,
+            "source": "extracted",
+            "at": f"2025-05-{1 + n // 60:02d}T{n % 60 // 3:02d}:{n % 60:02d}:00.000Z",
+        }
+        for n in range(600)
+    ]
+    body = export([{"key": "tone", "value": "warm", "category": "brand", "history": changes}])
+    # When
+    chunks = plan(body, limits=limits).chunks
+    # Then every chunk fits, and the pieces hold the history once, in order
+    assert all(len(chunk.model_dump_json().encode()) <= 100_000 for chunk in chunks)
+    pieces = [memory for chunk in chunks for memory in chunk.memories]
+    assert len(pieces) >= 6
+    kept = [record.old_value for piece in pieces for record in piece.history]
+    assert kept == [change["oldValue"] for change in changes]
+    # And only the last piece writes the entry, after all of its history
+    assert [piece.history_only for piece in pieces] == [True] * (len(pieces) - 1) + [False]
+    assert {piece.entry.key for piece in pieces} == {"tone"}
+
+
+def test_an_entry_whose_history_fits_stays_whole() -> None:
+    # Given
+    change = {"action": "created", "newValue": "warm", "source": "explicit"}
+    body = export(
+        [
+            {
+                "key": "tone",
+                "value": "warm",
+                "category": "brand",
+                "history": [{**change, "at": "2025-05-01T00:00:00.000Z"}],
+            }
+        ]
+    )
+    # When
+    [chunk] = plan(body).chunks
+    # Then
+    [whole] = chunk.memories
+    assert (whole.history_only, len(whole.history)) == (False, 1)

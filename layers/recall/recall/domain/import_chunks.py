@@ -24,8 +24,13 @@ class ThreadPart(BaseModel):
 
 
 class ImportedMemory(BaseModel):
+    """An entry and its history. A history too long for one chunk (an entry changed by
+    thousands of turns) is cut into pieces that hold records only (``history_only``); the
+    last piece writes the entry, after all of its history."""
+
     entry: MemoryEntry
     history: list[HistoryRecord]
+    history_only: bool = False
 
 
 class Chunk(BaseModel):
@@ -59,7 +64,7 @@ def cut_into_chunks(
     """Chunks in document order: presets first, then threads (a thread's messages may span
     chunks, and the chunk with its last message creates the thread); memory entries come
     last, after their threads. Each chunk's body is at most ``max_bytes`` as DynamoDB
-    counts it, whatever the text's script, unless one item alone is larger."""
+    counts it, whatever the text's script: an entry's long history is cut across chunks."""
     chunks: list[Chunk] = []
     current = Chunk(number=0)
     used = _stored_bytes(current)
@@ -104,10 +109,37 @@ def cut_into_chunks(
             used += size
         part.conversation = conversation
         current.parts.append(part)
+    room = max_bytes - _stored_bytes(Chunk(number=_CHUNKS_MAX))
     for memory in memories:
-        size = _stored_bytes(memory)
-        make_room(size)
-        current.memories.append(memory)
-        used += size
+        for piece in _pieces(memory, room):
+            size = _stored_bytes(piece)
+            make_room(size)
+            current.memories.append(piece)
+            used += size
     close()
     return chunks
+
+
+# More chunks than an import can have: a chunk's number never takes more digits than it.
+_CHUNKS_MAX = 10**9
+
+
+def _pieces(memory: ImportedMemory, room: int) -> list[ImportedMemory]:
+    """``memory`` whole when it fits ``room`` bytes, else its history cut in order into
+    pieces that each fit, the last one writing the entry."""
+    if _stored_bytes(memory) <= room:
+        return [memory]
+    bare = ImportedMemory(entry=memory.entry, history=[], history_only=True)
+    base = max(_stored_bytes(bare), _stored_bytes(memory.model_copy(update={"history": []})))
+    pieces: list[ImportedMemory] = []
+    taken: list[HistoryRecord] = []
+    used = base
+    for record in memory.history:
+        size = _stored_bytes(record)
+        if taken and used + size > room:
+            pieces.append(bare.model_copy(update={"history": taken}))
+            taken, used = [], base
+        taken.append(record)
+        used += size
+    pieces.append(memory.model_copy(update={"history": taken}))
+    return pieces

@@ -355,6 +355,8 @@ class DataService:
                 entry = memory.entry
                 held = self._memories.history(user_id, project_id, entry.key, entry.conversation_id)
                 self._memories.add_history(user_id, project_id, history_to_add(memory, held))
+            if memory.history_only:
+                continue
             if self._memories.write(user_id, project_id, memory.entry, now, "imported") is None:
                 errors.append(
                     f"Memory {memory.entry.key!r} ({memory.entry.scope}) was not imported: an "
