@@ -508,3 +508,55 @@ def test_two_owners_erasing_themselves_at_once_leave_the_project_an_owner(
     [kept] = [user for user, outcome in answers.items() if outcome == "conflict"]
     assert project_store().role_of(project, kept) is not None
     assert project_store().get(project).owner_count == 1  # type: ignore[union-attr]
+
+
+def test_a_member_an_owner_removed_can_still_erase_what_they_left(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given bob's data in a project, and bob removed from it by its owner
+    project = make_project(alice, {bob: "editor"})
+    threads = fill(bob, project)
+    assert alice.delete(f"/projects/{project}/members/{bob.sub}").status == 204
+    assert bob.get(f"/projects/{project}/conversations").status == 403
+    # When he erases his data there
+    reply = bob.delete(f"/projects/{project}/me")
+    # Then nothing of his is left, and added back he finds none of it
+    assert reply.status == 204, reply
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "editor"}).status == 201
+    assert bob.get(f"/projects/{project}/conversations").body["conversations"] == []
+
+
+def test_deleting_a_project_erases_the_data_of_members_removed_from_it(
+    alice: Api, bob: Api, carol: Api, make_project: MakeProject
+) -> None:
+    # Given bob's data in a project he was removed from, and carol removed with none
+    project = make_project(alice, {bob: "editor", carol: "viewer"})
+    threads = fill(bob, project)
+    for api in (bob, carol):
+        assert alice.delete(f"/projects/{project}/members/{api.sub}").status == 204
+    # When the owner deletes the project
+    assert alice.delete(f"/projects/{project}").status == 204
+    # Then nothing of theirs is left in any table
+    assert nothing(held(bob.sub or "", project, threads))
+    for api in (bob, carol):
+        assert mentions(api.sub or "", project) == []
+
+
+def test_a_member_removed_and_added_back_finds_their_threads_as_they_were(
+    alice: Api, bob: Api, make_project: MakeProject
+) -> None:
+    # Given bob's threads in a project, and bob removed from it
+    project = make_project(alice, {bob: "editor"})
+    threads = fill(bob, project)
+    assert alice.delete(f"/projects/{project}/members/{bob.sub}").status == 204
+    # When he is added back
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "viewer"}).status == 201
+    # Then his threads are his again, and he is no former member any more: erasing himself
+    # now is a member's erasure, which removes his membership too
+    listed = bob.get(f"/projects/{project}/conversations").body["conversations"]
+    assert sorted(row["id"] for row in listed) == sorted(threads)
+    assert project_store().begin_former_erasure(project, bob.sub or "") is False
+    assert bob.delete(f"/projects/{project}/me").status == 204
+    assert mentions(bob.sub or "", project) == []

@@ -70,10 +70,12 @@ class ErasureService:
     def erase_me(self, user_id: str, project_id: str) -> bool:
         """Erase everything of the caller in the project and their membership: ``True``
         when it is all gone, ``False`` when the worker finishes it. The last owner is
-        refused (Conflict); a caller whose erasure has begun goes on with it."""
+        refused (Conflict); a caller whose erasure has begun goes on with it, and a member
+        an owner removed may still erase what they left."""
         role = self._projects.role_of(project_id, user_id)
         if role is None:
-            if not self._projects.erasure_pending(project_id, user_id):
+            pending = self._projects.erasure_pending(project_id, user_id)
+            if not pending and not self._projects.begin_former_erasure(project_id, user_id):
                 require(role, Role.VIEWER)
         else:
             delta = owner_delta(role, None)

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 PROJECT_SK = "PROJECT"
 MEMBER_PREFIX = "MEMBER#"
 ERASING_PREFIX = "ERASING#"
+# A member removed by an owner: their data stays (it is theirs, and comes back if they are
+# added again) until they erase it or the project is deleted, which both find them here.
+FORMER_PREFIX = "FORMER#"
 BY_MEMBER = "byMember"
 ROLE_LOST = "Your role on this project changed meanwhile; it no longer allows this."
 STILL_ERASING = "This user's data in the project is still being erased; try again shortly."
@@ -61,6 +64,10 @@ def member_key(project_id: str, user_id: str) -> Item:
 
 def erasing_key(project_id: str, user_id: str) -> Item:
     return to_item({"projectId": project_id, "sk": ERASING_PREFIX + user_id})
+
+
+def former_key(project_id: str, user_id: str) -> Item:
+    return to_item({"projectId": project_id, "sk": FORMER_PREFIX + user_id})
 
 
 def _role_in(roles: frozenset[Role]) -> tuple[str, dict[str, Any]]:
@@ -432,7 +439,11 @@ class ProjectStore:
         items = [change, project_update]
         if checks_caller:
             items.append(self._caller_check(member.project_id, caller_id, caller_roles))
+        former = former_key(member.project_id, member.user_id)
+        if after is None:
+            items.append({"Put": {"TableName": self._table, "Item": former}})
         if before is None:
+            items.append({"Delete": {"TableName": self._table, "Key": former}})
             items.append(self._not_erasing(member.project_id, member.user_id))
         try:
             self.client.transact_write_items(TransactItems=items)
@@ -497,6 +508,29 @@ class ProjectStore:
         except ClientError as exc:
             raise translate(exc, "The project's members changed meanwhile.") from exc
 
+    def begin_former_erasure(self, project_id: str, user_id: str) -> bool:
+        """A former member's ``FORMER#`` item gives way to their erasure marker, in one
+        transaction: ``False`` when ``user_id`` is no former member of the project."""
+        try:
+            self.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Delete": {
+                            "TableName": self._table,
+                            "Key": former_key(project_id, user_id),
+                            "ConditionExpression": "attribute_exists(#sk)",
+                            "ExpressionAttributeNames": {"#sk": "sk"},
+                        }
+                    },
+                    {"Put": {"TableName": self._table, "Item": erasing_key(project_id, user_id)}},
+                ]
+            )
+        except ClientError as exc:
+            if _failed_at(exc, 0):
+                return False
+            raise translate(exc) from exc
+        return True
+
     def erasure_pending(self, project_id: str, user_id: str) -> bool:
         """Whether an erasure of ``user_id``'s data in the project has begun and not ended."""
         return "Item" in self.client.get_item(
@@ -555,16 +589,21 @@ class ProjectStore:
         return stored is not None and bool(stored.erasing)
 
     def markers_for_members(self, project_id: str) -> None:
-        """Every remaining member item of a project being deleted gives way to its erasure
-        marker: the markers are written first, then the members go, so a failure between
-        the two leaves someone both (the retry finishes) and never neither."""
-        members = self.members(project_id)
+        """Every remaining member item of a project being deleted, and every former
+        member's, gives way to its erasure marker: the markers are written first, then the
+        members go, so a failure between the two leaves someone both (the retry finishes)
+        and never neither."""
+        users = [member.user_id for member in self.members(project_id)]
+        formers = [
+            str(from_item(item)["sk"]).removeprefix(FORMER_PREFIX)
+            for item in self._under(project_id, FORMER_PREFIX)
+        ]
         batch_write(
             self.client,
             self._table,
             [
-                {"PutRequest": {"Item": erasing_key(project_id, member.user_id)}}
-                for member in members
+                {"PutRequest": {"Item": erasing_key(project_id, user_id)}}
+                for user_id in users + formers
             ],
             attempts=self._batch_attempts,
             base_seconds=self._batch_base_seconds,
@@ -572,7 +611,8 @@ class ProjectStore:
         batch_delete(
             self.client,
             self._table,
-            [member_key(project_id, member.user_id) for member in members],
+            [member_key(project_id, user_id) for user_id in users]
+            + [former_key(project_id, user_id) for user_id in formers],
             attempts=self._batch_attempts,
             base_seconds=self._batch_base_seconds,
         )
