@@ -523,10 +523,28 @@ def test_an_import_stopped_by_its_importers_erasure_leaves_nothing_of_them(
     assert erased.status == 204, erased
     assert not import_store().thread_ids(user, project)
     assert not import_store().erase(user, project, 10)
+    assert import_store().progress(user, project, started.body["id"]) is None
     assert not [
         m for t in written for m in message_store().latest_after(user, project, t, None, 99)
     ]
     assert conversation_store().ids(user, project, 100) == []
+
+
+def test_an_import_erased_while_its_chunk_runs_is_not_written_back_by_its_failure(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given an import whose chunk read its progress, then the importer's erasure took it
+    project = make_project(alice)
+    started = alice.post(f"/projects/{project}/import", {"format": "threads", "threads": []})
+    user = str(alice.sub)
+    read = import_store().progress(user, project, started.body["id"])
+    assert read is not None
+    import_store().erase(user, project, 10)
+    # When the chunk stops and says why
+    import_store().fail(read, "Stopped at chunk 0.", clock.now())
+    # Then nothing of the import comes back
+    assert import_store().progress(user, project, started.body["id"]) is None
+    drain()
 
 
 def test_an_importer_removed_from_the_project_gets_no_more_threads_from_their_import(
@@ -549,6 +567,19 @@ def test_an_importer_removed_from_the_project_gets_no_more_threads_from_their_im
     assert ids and not [
         m for t in ids for m in message_store().latest_after(user, project, t, None, 9)
     ]
+    # And the import says it stopped, and why, instead of 'queued' for good
+    stopped = import_store().progress(user, project, started.body["id"])
+    assert stopped is not None and stopped.status == "failed"
+    assert stopped.errors == [
+        "Stopped at chunk 0: the importer's role no longer allows writing here."
+    ]
+    # And added back, he sends the same document again and it is all written
+    assert alice.put(f"/projects/{project}/members/{bob.sub}", {"role": "editor"}).status == 201
+    again = bob.post(f"/projects/{project}/import", {"format": "threads", "threads": threads})
+    assert (again.status, again.body["id"]) == (202, started.body["id"])
+    drain()
+    done = bob.get(started.headers["Location"]).body
+    assert (done["status"], done["threadsDone"], done["messagesDone"]) == ("done", 3, 120)
 
 
 def test_a_chunk_that_read_its_importers_role_before_a_removal_creates_no_thread(

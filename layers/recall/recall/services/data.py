@@ -313,8 +313,7 @@ class DataService:
         if progress is None or progress.status in finished or job.chunk in progress.counted:
             return progress
         if self._projects.role_of(project_id, user_id) not in roles_reaching(Role.EDITOR):
-            logger.info("import chunk not written: its importer may no longer write here")
-            return None
+            return self._stop_for_role(progress, job.chunk, now)
         chunk = self._imports.chunk(user_id, project_id, job.import_id, job.chunk)
         if chunk is None:
             self._imports.fail(progress, f"Chunk {job.chunk} is gone (kept only so long).", now)
@@ -324,8 +323,7 @@ class DataService:
             try:
                 refusal = self._import_preset(preset, user_id)
             except Forbidden:
-                logger.info("import chunk stopped: its importer may no longer write here")
-                return None
+                return self._stop_for_role(progress, job.chunk, now)
             if refusal:
                 errors.append(refusal)
             else:
@@ -347,8 +345,7 @@ class DataService:
                     part.conversation_id,
                     self._settings.import_messages_per_thread_max,
                 )
-                logger.info("import chunk stopped: its importer may no longer write here")
-                return None
+                return self._stop_for_role(progress, job.chunk, now)
         written = 0
         for memory in chunk.memories:
             if memory.history:
@@ -372,6 +369,15 @@ class DataService:
             extra={"chunk": job.chunk, "chunks": progress.chunks_total, "counted": bool(counted)},
         )
         return counted
+
+    def _stop_for_role(self, progress: ImportProgress, chunk: int, now: datetime) -> None:
+        """The importer may no longer write here (demoted, removed or erased): the import
+        ends ``failed``, so it says why rather than ``running`` for good, and the same
+        document sent again once they may write starts it over. An erased importer's
+        progress is gone with the rest of their data, and stays gone."""
+        logger.info("import chunk stopped: its importer may no longer write here")
+        why = f"Stopped at chunk {chunk}: the importer's role no longer allows writing here."
+        self._imports.fail(progress, why, now)
 
     def _import_preset(self, preset: Preset, importer_id: str) -> str | None:
         """Create an imported preset unless the project has one of its name (the

@@ -247,26 +247,34 @@ class ImportStore:
         return True
 
     def fail(self, progress: ImportProgress, error: str, now: datetime) -> None:
-        """Stop an import that cannot go on (its chunk is gone), saying why."""
-        self.client.update_item(
-            TableName=self._table,
-            Key=import_key(progress.user_id, progress.project_id, progress_sk(progress.import_id)),
-            UpdateExpression=(
-                "SET #status = :failed, #updatedAt = :now,"
-                " #errors = list_append(if_not_exists(#errors, :none), :error)"
-            ),
-            ExpressionAttributeNames={
-                "#status": "status",
-                "#updatedAt": "updatedAt",
-                "#errors": "errors",
-            },
-            ExpressionAttributeValues={
-                ":failed": to_value(ImportStatus.FAILED.value),
-                ":now": to_value(clock.stamp(now)),
-                ":error": to_value([error]),
-                ":none": to_value([]),
-            },
-        )
+        """Stop an import that cannot go on, saying why; one erased meanwhile stays gone
+        (an update would otherwise write its progress item again)."""
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=import_key(
+                    progress.user_id, progress.project_id, progress_sk(progress.import_id)
+                ),
+                UpdateExpression=(
+                    "SET #status = :failed, #updatedAt = :now,"
+                    " #errors = list_append(if_not_exists(#errors, :none), :error)"
+                ),
+                ConditionExpression="attribute_exists(#status)",
+                ExpressionAttributeNames={
+                    "#status": "status",
+                    "#updatedAt": "updatedAt",
+                    "#errors": "errors",
+                },
+                ExpressionAttributeValues={
+                    ":failed": to_value(ImportStatus.FAILED.value),
+                    ":now": to_value(clock.stamp(now)),
+                    ":error": to_value([error]),
+                    ":none": to_value([]),
+                },
+            )
+        except ClientError as exc:
+            if not isinstance(translate(exc), Conflict):
+                raise translate(exc) from exc
 
     def _set_status(self, progress: ImportProgress, status: ImportStatus, now: datetime) -> None:
         self.client.update_item(
