@@ -313,7 +313,8 @@ class DataService:
         if progress is None or progress.status in finished or job.chunk in progress.counted:
             return progress
         if self._projects.role_of(project_id, user_id) not in roles_reaching(Role.EDITOR):
-            return self._stop_for_role(progress, job.chunk, now)
+            self._stop_for_role(progress, job.chunk, now)
+            return None
         chunk = self._imports.chunk(user_id, project_id, job.import_id, job.chunk)
         if chunk is None:
             self._imports.fail(progress, f"Chunk {job.chunk} is gone (kept only so long).", now)
@@ -323,7 +324,8 @@ class DataService:
             try:
                 refusal = self._import_preset(preset, user_id)
             except Forbidden:
-                return self._stop_for_role(progress, job.chunk, now)
+                self._stop_for_role(progress, job.chunk, now)
+                return None
             if refusal:
                 errors.append(refusal)
             else:
@@ -345,7 +347,8 @@ class DataService:
                     part.conversation_id,
                     self._settings.import_messages_per_thread_max,
                 )
-                return self._stop_for_role(progress, job.chunk, now)
+                self._stop_for_role(progress, job.chunk, now)
+                return None
         written = 0
         for memory in chunk.memories:
             if memory.history:
