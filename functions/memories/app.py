@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.api import caller_id, new_resolver
+from recall.api import caller_id, new_resolver, page_limit, page_size
 from recall.api.memories import (
     MEMORY_KEY,
     MemoryHistory,
@@ -20,6 +20,7 @@ from recall.api.memories import (
     PutMemoryRequest,
 )
 from recall.observability import logger, metrics, tracer
+from recall.settings import get_settings
 from recall.wiring import memory_service
 
 app = new_resolver()
@@ -71,9 +72,15 @@ def memory_history(
     projectId: str,
     key: Annotated[str, MEMORY_KEY],
     conversationId: Annotated[str | None, Query()] = None,
+    limit: Annotated[int | None, page_limit("memory_history_page_max")] = None,
+    cursor: Annotated[str | None, Query()] = None,
 ) -> MemoryHistory:
-    records = memory_service().history(caller_id(app), projectId, key, conversationId)
-    return MemoryHistory.of(key, conversationId, records)
+    settings = get_settings()
+    size = page_size(limit, settings.memory_history_page_default, settings.memory_history_page_max)
+    records, next_cursor = memory_service().history(
+        caller_id(app), projectId, key, conversationId, size, cursor
+    )
+    return MemoryHistory.of(key, conversationId, records, next_cursor)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -12,7 +12,7 @@ import pytest
 from recall.domain import clock
 from recall.domain.memory import Category, MemoryEntry, parse_memory_block, render_memory_block
 from recall.settings import get_settings
-from recall.store.dynamodb import to_item
+from recall.store.dynamodb import encode_cursor, to_item
 from recall.store.keys import owner_key as owner_of
 from recall.store.memories import MemoryStore
 from recall.store.memory_items import entry_sk
@@ -283,6 +283,50 @@ def test_a_thread_entrys_history_is_its_own(alice: Api, project: str) -> None:
     assert [r["newValue"] for r in scoped.body["history"]] == ["dark"]
     assert scoped.body["scope"] == "thread" and scoped.body["conversationId"] == thread
     assert [r["newValue"] for r in persistent.body["history"]] == ["light"]
+
+
+def test_a_long_history_comes_newest_page_first_each_page_oldest_first(
+    alice: Api, project: str
+) -> None:
+    # Given an entry changed seven times
+    for n in range(7):
+        put = alice.put(f"{memories(project)}/tone", {"value": f"v{n}", "category": "brand"})
+        assert put.status in (200, 201), put
+    # When its history is read three changes at a time, following each page's cursor
+    pages, cursor = [], ""
+    while True:
+        query = "limit=3" + (f"&cursor={cursor}" if cursor else "")
+        page = alice.get(f"{memories(project)}/tone/history", query=query)
+        assert page.status == 200, page
+        pages.append([record["newValue"] for record in page.body["history"]])
+        cursor = page.body["nextCursor"]
+        if cursor is None:
+            break
+    # Then the newest come first, each page in time order, and every change comes once
+    assert pages == [["v4", "v5", "v6"], ["v1", "v2", "v3"], ["v0"]]
+    # And a short history is one page, with no cursor, as it always was
+    whole = alice.get(f"{memories(project)}/tone/history").body
+    assert (len(whole["history"]), whole["nextCursor"]) == (7, None)
+
+
+def test_a_history_cursor_from_another_entry_or_edited_is_a_422(alice: Api, project: str) -> None:
+    # Given a cursor into one entry's history
+    for key in ("tone", "font"):
+        for n in range(2):
+            alice.put(f"{memories(project)}/{key}", {"value": f"v{n}", "category": "brand"})
+    cursor = alice.get(f"{memories(project)}/tone/history", query="limit=1").body["nextCursor"]
+    assert cursor
+    # When it is used on another entry, or edited, or the page size is out of bounds
+    other = alice.get(f"{memories(project)}/font/history", query=f"cursor={cursor}")
+    edited = alice.get(f"{memories(project)}/tone/history", query=f"cursor={cursor[:-4]}")
+    nowhere = encode_cursor({"entry": entry_sk("tone", None), "at": "not-a-record"})
+    moved = alice.get(f"{memories(project)}/tone/history", query=f"cursor={nowhere}")
+    too_many = alice.get(f"{memories(project)}/tone/history", query="limit=201")
+    # Then each is a 422 naming the field
+    refused = ((other, "cursor"), (edited, "cursor"), (moved, "cursor"), (too_many, "limit"))
+    for reply, field in refused:
+        assert reply.status == 422, reply
+        assert [d["field"] for d in reply.body["error"]["details"]] == [field]
 
 
 def test_deleting_or_reading_the_history_of_an_absent_entry_is_404(

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     conversations_page_max: int = 100
     messages_page_default: int = 50
     messages_page_max: int = 200
+    # A memory entry's history, read a page at a time: every change appends a record.
+    memory_history_page_default: int = 100
+    memory_history_page_max: int = 200
     # A page of messages stops at this many bytes (DynamoDB's own query page is 1 MB), so a
     # page of long messages stays a small response however many are asked for.
     messages_page_max_bytes: int = 1_000_000

@@ -453,6 +453,22 @@ class InMemoryMemories:
     ) -> list[HistoryRecord]:
         return list(self.records.get((user_id, project_id, conversation_id, key), []))
 
+    def history_page(
+        self,
+        user_id: str,
+        project_id: str,
+        key: str,
+        conversation_id: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> tuple[list[HistoryRecord], str | None]:
+        """The newest ``limit`` before the cursor (how many newer came before), oldest first."""
+        held = self.history(user_id, project_id, key, conversation_id)
+        skip = int(cursor) if cursor else 0
+        before = held[: len(held) - skip]
+        rows = before[-limit:]
+        return rows, str(skip + len(rows)) if len(before) > len(rows) else None
+
     def write(
         self,
         user_id: str,

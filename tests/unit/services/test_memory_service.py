@@ -160,7 +160,8 @@ def test_a_viewer_lists_and_reads_history_but_cannot_write_or_delete() -> None:
     service = recall.memory_service
     # When / Then
     assert [e.key for e in service.list(VIEWER, project, None, None)] == ["tone"]
-    assert [r.action for r in service.history(VIEWER, project, "tone", None)] == [Action.CREATED]
+    records, _ = service.history(VIEWER, project, "tone", None, 100)
+    assert [r.action for r in records] == [Action.CREATED]
     with pytest.raises(Forbidden):
         put(recall, VIEWER, project)
     with pytest.raises(Forbidden):
@@ -177,7 +178,7 @@ def test_a_stranger_gets_forbidden_on_every_memory_route() -> None:
     with pytest.raises(Forbidden):
         service.list(STRANGER, project, None, None)
     with pytest.raises(Forbidden):
-        service.history(STRANGER, project, "tone", None)
+        service.history(STRANGER, project, "tone", None, 100)
     with pytest.raises(Forbidden):
         put(recall, STRANGER, project)
     with pytest.raises(Forbidden):
@@ -234,7 +235,7 @@ def test_delete_removes_an_entry_and_its_history_says_so_while_an_absent_one_is_
     service.delete(BOB, project, "tone", None)
     # Then
     assert service.list(BOB, project, None, None) == []
-    history = service.history(BOB, project, "tone", None)
+    history, _ = service.history(BOB, project, "tone", None, 100)
     assert [(r.action, r.old_value, r.new_value) for r in history] == [
         (Action.CREATED, None, "warm"),
         (Action.UPDATED, "warm", "dry"),
@@ -243,7 +244,7 @@ def test_delete_removes_an_entry_and_its_history_says_so_while_an_absent_one_is_
     with pytest.raises(NotFound):
         service.delete(BOB, project, "tone", None)
     with pytest.raises(NotFound):
-        service.history(BOB, project, "never_saved", None)
+        service.history(BOB, project, "never_saved", None, 100)
     with pytest.raises(Invalid):
         service.delete(BOB, project, "Not A Key", None)
 

@@ -111,14 +111,21 @@ class MemoryHistory(View):
     scope: Scope
     conversation_id: str | None
     history: list[HistoryRecordView]
+    # Earlier changes, when there are more: pass it back as ``cursor``.
+    next_cursor: str | None = None
 
     @classmethod
     def of(
-        cls, key: str, conversation_id: str | None, records: list[HistoryRecord]
+        cls,
+        key: str,
+        conversation_id: str | None,
+        records: list[HistoryRecord],
+        next_cursor: str | None = None,
     ) -> MemoryHistory:
         return cls(
             key=key,
             scope=Scope.THREAD if conversation_id else Scope.PERSISTENT,
             conversation_id=conversation_id or None,
             history=[HistoryRecordView.of(record) for record in records],
+            next_cursor=next_cursor,
         )

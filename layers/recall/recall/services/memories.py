@@ -94,16 +94,26 @@ class MemoryService:
         metrics.add_metric(name="MemoriesDeleted", unit=MetricUnit.Count, value=1)
 
     def history(
-        self, user_id: str, project_id: str, key: str, conversation_id: str | None
-    ) -> list[HistoryRecord]:
-        """Every change of the entry, oldest first; it outlives a deleted entry."""
+        self,
+        user_id: str,
+        project_id: str,
+        key: str,
+        conversation_id: str | None,
+        limit: int,
+        cursor: str | None = None,
+    ) -> tuple[list[HistoryRecord], str | None]:
+        """The entry's latest changes, oldest first, and a cursor to earlier ones: a page,
+        since every change adds one and a whole history can outgrow a response. It
+        outlives a deleted entry."""
         self._access.require(user_id, project_id, Role.VIEWER)
         check_key(key)
         thread = self._own_thread(user_id, project_id, conversation_id)
-        records = self._memories.history(user_id, project_id, key, thread)
-        if not records:
+        records, next_cursor = self._memories.history_page(
+            user_id, project_id, key, thread, limit, cursor
+        )
+        if not records and cursor is None:
             raise NotFound("No such memory entry.")
-        return records
+        return records, next_cursor
 
     # Called by the chat turn, which has authorised the caller as an editor and loaded
     # the (caller's own) conversation already.

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from recall.domain.ids import is_id
 from recall.domain.memory import (
     BACKGROUND_SOURCES,
     HistoryRecord,
@@ -39,9 +40,12 @@ from recall.store.dynamodb import (
     batch_delete,
     batch_write,
     cancellation_codes,
+    decode_cursor,
     delete_found,
     dynamodb_client,
+    encode_cursor,
     from_item,
+    not_this_cursor,
     to_value,
     translate,
 )
@@ -224,6 +228,32 @@ class MemoryStore:
         owner = owner_key(user_id, project_id)
         query = prefix_query(self._table, owner, history_prefix(key, conversation_id))
         return [HistoryItem.model_validate(from_item(item)).record() for item in self._all(query)]
+
+    def history_page(
+        self,
+        user_id: str,
+        project_id: str,
+        key: str,
+        conversation_id: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> tuple[list[HistoryRecord], str | None]:
+        """The newest ``limit`` changes of one entry before the cursor, oldest first; the
+        next cursor reaches further back, in this entry's history only."""
+        owner = owner_key(user_id, project_id)
+        prefix = history_prefix(key, conversation_id)
+        query = {**prefix_query(self._table, owner, prefix), "ScanIndexForward": False}
+        query["Limit"] = limit
+        if cursor:
+            start = _history_start(cursor, entry_sk(key, conversation_id))
+            query["ExclusiveStartKey"] = item_key(owner, prefix + start)
+        result = self.client.query(**query)
+        items = result["Items"]
+        records = [HistoryItem.model_validate(from_item(item)).record() for item in reversed(items)]
+        if items and result.get("LastEvaluatedKey"):
+            last = str(from_item(items[-1])["sk"]).removeprefix(prefix)
+            return records, encode_cursor({"entry": entry_sk(key, conversation_id), "at": last})
+        return records, None
 
     def every(self, user_id: str, project_id: str) -> list[tuple[MemoryEntry, list[HistoryRecord]]]:
         """Every stored entry of both scopes (expired ones too: the caller judges) with its
@@ -502,3 +532,14 @@ class MemoryStore:
             "memory counter repaired", extra={"attribute": attribute, "was": seen, "now": actual}
         )
         return True
+
+
+def _history_start(cursor: str, entry: str) -> str:
+    """The change a history cursor resumes before: one from another entry, or edited into
+    something no record id is, is a 422 (never a page of another position)."""
+    start = decode_cursor(cursor, {"entry", "at"})
+    if start["entry"] != entry:
+        raise not_this_cursor("from another memory entry")
+    if not is_id(start["at"]):
+        raise not_this_cursor("not a position in this entry's history")
+    return start["at"]
