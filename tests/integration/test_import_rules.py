@@ -440,3 +440,15 @@ def test_an_entry_with_more_history_than_a_chunk_holds_imports_whole(
     ]
     entries = alice.get(f"/projects/{project}/memories").body["memories"]
     assert [(entry["key"], entry["value"]) for entry in entries] == [("tone", "warm")]
+
+
+def test_a_thread_setting_of_the_wrong_type_is_a_422_as_the_api_gives_it(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a thread whose settings say true for a number
+    project = make_project(alice)
+    thread = exported_thread([], "2025-05-01T08:00:00.000Z", "2025-05-01T08:00:00.000Z")
+    document = exported([], {**thread, "settings": {"maxTokens": True}})
+    # When it is imported, then the field is named as a PATCH names it
+    reply = alice.post(f"/projects/{project}/import", document)
+    assert fields(reply) == ["conversations.0.settings.maxTokens"]

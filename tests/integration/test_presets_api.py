@@ -216,6 +216,31 @@ def test_a_thread_setting_out_of_bounds_is_422(alice: Api, make_project: MakePro
     assert alice.patch(f"/projects/{project}", {"settings": {"temperature": 2}}).status == 422
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [{"maxTokens": True}, {"windowMessages": "7"}, {"temperature": "0.25"}, {"maxTokens": 1.0}],
+    ids=["true-is-not-1", "text-is-not-a-number", "text-is-not-a-fraction", "a-fraction"],
+)
+def test_a_setting_of_the_wrong_type_is_422_on_every_layer_as_a_budget_is(
+    alice: Api, make_project: MakeProject, settings: dict[str, Any]
+) -> None:
+    # Given a project, a thread and a preset
+    project = make_project(alice)
+    thread = alice.post(f"/projects/{project}/conversations", {}).body["id"]
+    [(name, _)] = settings.items()
+    # When each layer is given the setting as a type it is not
+    replies = [
+        alice.patch(f"/projects/{project}", {"settings": settings}),
+        alice.patch(f"/projects/{project}/conversations/{thread}", {"settings": settings}),
+        alice.post(f"/projects/{project}/presets", {**COPYWRITER, "settings": settings}),
+    ]
+    # Then each is a 422 naming it, and nothing was stored
+    for reply in replies:
+        assert reply.status == 422, reply
+        assert [d["field"] for d in reply.body["error"]["details"]] == [f"settings.{name}"]
+    assert alice.get(f"/projects/{project}").body["settings"][name] is None
+
+
 def test_a_preset_starts_only_a_new_thread(alice: Api, make_project: MakeProject) -> None:
     project = make_project(alice)
     preset = make_preset(alice, project)

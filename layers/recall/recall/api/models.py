@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from recall.domain import clock
@@ -36,9 +44,10 @@ class SettingsBody(Body):
     and follows the layer under it."""
 
     model: str | None = Field(default=None, max_length=200)
-    temperature: float | None = Field(default=None, description="0 to 1.")
-    max_tokens: int | None = Field(default=None, description="1 to MODEL_MAX_TOKENS_LIMIT.")
-    window_messages: int | None = Field(
+    # Strict, as budgets are: true is not 1 and "7" is not 7.
+    temperature: StrictFloat | None = Field(default=None, description="0 to 1.")
+    max_tokens: StrictInt | None = Field(default=None, description="1 to MODEL_MAX_TOKENS_LIMIT.")
+    window_messages: StrictInt | None = Field(
         default=None, description="Messages of the thread sent; 1 to WINDOW_MESSAGES_MAX."
     )
     use_summary: StrictBool | None = Field(

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from recall.domain.memory import Action, Category, Scope, Source
@@ -66,11 +75,11 @@ class ExportedSettings(Wire):
     """One layer's settings; a setting left out follows the layer under it."""
 
     model: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    window_messages: int | None = None
-    use_summary: bool | None = None
-    send_memory: bool | None = None
+    temperature: StrictFloat | None = None
+    max_tokens: StrictInt | None = None
+    window_messages: StrictInt | None = None
+    use_summary: StrictBool | None = None
+    send_memory: StrictBool | None = None
 
     @classmethod
     def of(cls, settings: ThreadSettings) -> ExportedSettings:
