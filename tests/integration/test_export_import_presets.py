@@ -255,3 +255,22 @@ def test_a_chunk_run_again_after_a_crash_counts_the_presets_it_created(
     assert not crashes
     assert list(_presets(alice, target)) == ["Copywriter"]
     assert (progress["status"], progress["presetsDone"], progress["errors"]) == ("done", 1, [])
+
+
+def test_two_presets_of_one_name_both_come_back_with_their_own_prompts(
+    alice: Api, make_project: MakeProject, drain: Drain
+) -> None:
+    # Given a project with two presets named alike, a thread started from the second
+    source = make_project(alice)
+    make_preset(alice, source)
+    second = {**COPYWRITER, "contextPrompts": [{"role": "user", "content": "The second one."}]}
+    make_preset(alice, source, second)
+    exported = _exported(alice, source)
+    target = make_project(alice)
+    # When its export is imported elsewhere
+    progress = import_done(alice, target, exported, drain)
+    # Then both are there, each with its prompts, and nothing is reported lost
+    listed = alice.get(f"/projects/{target}/presets").body["presets"]
+    prompts = sorted(row["contextPrompts"][0]["content"] for row in listed)
+    assert prompts == sorted([COPYWRITER["contextPrompts"][0]["content"], "The second one."])
+    assert (progress["presetsDone"], progress["errors"]) == (2, [])

@@ -38,6 +38,9 @@ class Chunk(BaseModel):
     in the first chunks, so a thread's ``presetId`` may already name one when it lands."""
 
     number: int
+    # Every preset of the import, by id: two of one name in the document are both imported,
+    # while a preset of that name the project held before keeps the name for itself.
+    import_presets: list[str] = Field(default_factory=list)
     presets: list[Preset] = Field(default_factory=list)
     parts: list[ThreadPart] = Field(default_factory=list)
     memories: list[ImportedMemory] = Field(default_factory=list)
@@ -66,7 +69,8 @@ def cut_into_chunks(
     last, after their threads. Each chunk's body is at most ``max_bytes`` as DynamoDB
     counts it, whatever the text's script: an entry's long history is cut across chunks."""
     chunks: list[Chunk] = []
-    current = Chunk(number=0)
+    ours = [preset.preset_id for preset in presets]
+    current = Chunk(number=0, import_presets=ours)
     used = _stored_bytes(current)
 
     def holds() -> bool:
@@ -76,7 +80,7 @@ def cut_into_chunks(
         nonlocal current, used
         if holds():
             chunks.append(current)
-            current = Chunk(number=len(chunks))
+            current = Chunk(number=len(chunks), import_presets=ours)
             used = _stored_bytes(current)
 
     def make_room(size: int) -> None:
@@ -109,7 +113,7 @@ def cut_into_chunks(
             used += size
         part.conversation = conversation
         current.parts.append(part)
-    room = max_bytes - _stored_bytes(Chunk(number=_CHUNKS_MAX))
+    room = max_bytes - _stored_bytes(Chunk(number=_CHUNKS_MAX, import_presets=ours))
     for memory in memories:
         for piece in _pieces(memory, room):
             size = _stored_bytes(piece)

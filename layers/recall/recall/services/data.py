@@ -322,7 +322,7 @@ class DataService:
         presets_done, errors = 0, []
         for preset in chunk.presets:
             try:
-                refusal = self._import_preset(preset, user_id)
+                refusal = self._import_preset(preset, user_id, set(chunk.import_presets))
             except Forbidden:
                 self._stop_for_role(progress, job.chunk, now)
                 return None
@@ -382,15 +382,16 @@ class DataService:
         why = f"Stopped at chunk {chunk}: the importer's role no longer allows writing here."
         self._imports.fail(progress, why, now)
 
-    def _import_preset(self, preset: Preset, importer_id: str) -> str | None:
-        """Create an imported preset unless the project has one of its name (the
-        project's own is kept: an import never replaces a preset) or is at PRESETS_MAX;
-        why it was not, or ``None``. One an earlier run of the chunk created counts as
-        created."""
+    def _import_preset(self, preset: Preset, importer_id: str, ours: set[str]) -> str | None:
+        """Create an imported preset unless the project had one of its name before this
+        import (``ours``: its presets' ids; the project's own is kept: an import never
+        replaces a preset) or is at PRESETS_MAX; why it was not, or ``None``. One an
+        earlier run of the chunk created counts as created."""
         project_id = preset.project_id
         if self._presets.get(project_id, preset.preset_id) is not None:
             return None
-        if any(held.name == preset.name for held in self._presets.all(project_id)):
+        held = self._presets.all(project_id)
+        if any(one.name == preset.name and one.preset_id not in ours for one in held):
             return (
                 f"Preset {preset.name!r} was not imported: the project has a preset of that name."
             )
