@@ -400,9 +400,11 @@ async function sendTurn(text, retry) {
   );
   list.append(reply);
   scrollToEnd();
-  const body = { message: text };
-  if (state.conversation) body.conversationId = state.conversation.id;
-  else if ($("preset-select").value) body.presetId = $("preset-select").value;
+  // A retry sends the very body its key was first used with: the API refuses a key reused
+  // with another body, and a new chat's first try had no conversationId yet.
+  const body = retry ? retry.body : { message: text };
+  if (!retry && state.conversation) body.conversationId = state.conversation.id;
+  else if (!retry && $("preset-select").value) body.presetId = $("preset-select").value;
   const projectId = state.project.id;
   const finished = () => {
     state.sending = false;
@@ -412,6 +414,8 @@ async function sendTurn(text, retry) {
   };
   await turns.send(projectId, body, key, {
     start(conversation) {
+      // The person may have opened another thread or project meanwhile: theirs stays open.
+      if (!reply.isConnected) return;
       if (!state.conversation || state.conversation.id !== conversation.id) {
         state.conversation = { id: conversation.id, title: conversation.title, archived: false, turnCount: 0 };
         renderThreadHead();
@@ -441,14 +445,21 @@ async function sendTurn(text, retry) {
         reply.append(el("p", { class: "error-words" }, `Failed: ${message.error || "the model did not answer"}`));
       }
       list.querySelectorAll(".pending").forEach((node) => node.classList.remove("pending"));
-      state.conversation.turnCount = answer.nudge.turns;
       state.threshold = answer.nudge.threshold;
+      if (!state.project || state.project.id !== projectId) return; // another project is open now
+      // The count goes to the thread the turn was on, which need not be the open one.
+      const threadId = answer.conversation.id;
+      for (const thread of [state.conversation, ...state.threads]) {
+        if (thread && thread.id === threadId) thread.turnCount = answer.nudge.turns;
+      }
+      renderThreads();
+      loadThreads();
+      refreshUsage();
+      if (!state.conversation || state.conversation.id !== threadId) return;
       if (answer.nudge.show) maybeNudge(answer.nudge.turns, answer.nudge.threshold);
       scrollToEnd();
-      loadThreads();
       if ((answer.memoriesSaved || []).length || (answer.memoriesForgotten || []).length) loadMemory();
       if (!$("context-panel").hidden) loadContext();
-      refreshUsage();
     },
     error(error) {
       finished();
@@ -459,11 +470,13 @@ async function sendTurn(text, retry) {
       const refusal = budgetRefusal(error);
       reply.append(
         el("p", { class: "error-words" }, refusal ? `Not sent: ${refusal}` : `Failed: ${error.words}`),
-        el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, node: reply }) }, "Retry"),
+        el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, body, node: reply }) }, "Retry"),
       );
       scrollToEnd();
-      if (state.conversation) loadThreads();
-      refreshUsage();
+      if (state.project && state.project.id === projectId) {
+        loadThreads();
+        refreshUsage();
+      }
     },
   });
 }
