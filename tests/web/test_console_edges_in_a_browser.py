@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 import re
 
-from playwright.sync_api import Page, WebSocketRoute, expect
+from playwright.sync_api import Page, Route, WebSocketRoute, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
@@ -66,3 +66,68 @@ def test_a_new_chat_whose_stream_drops_is_retried_with_its_first_body_and_saved_
     threads = owner.get(f"/projects/{project}/conversations").body["conversations"]
     assert [thread["turnCount"] for thread in threads] == [1]
     expect(page.locator("#thread-list .thread .meta")).to_contain_text("1 turn ")
+
+
+def memory_of(owner: Caller, project: str) -> dict[str, str]:
+    memories = owner.get(f"/projects/{project}/memories").body["memories"]
+    return {entry["key"]: entry["value"] for entry in memories}
+
+
+def held_until_released(page: Page, pattern: str) -> list[Route]:
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    page.route(re.compile(pattern), hold)
+    return held
+
+
+def wait_for(page: Page, held: list[Route]) -> None:
+    for _ in range(200):
+        if held:
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError("the request was never sent")
+
+
+def test_a_project_switched_while_its_memory_loads_shows_and_edits_only_the_new_one(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given two projects, each with a thread and a memory entry, the first one open
+    owner = api(user)
+    first = seed_project(owner, "First shop")
+    second = seed_project(owner, "Second shop")
+    for project, key in ((first, "first_rule"), (second, "second_rule")):
+        put = owner.put(f"/projects/{project}/memories/{key}", {"value": key, "category": "brand"})
+        assert put.status == 201, put
+        assert owner.post(f"/projects/{project}/conversations", {"title": key}).status == 201
+    sign_in(page, console, user)
+    page.locator("#project-select").select_option(first)
+    expect(page.locator('#memory-list .entry[data-key="first_rule"]')).to_be_visible()
+    # When the first project's memory is asked again and held, and the second one opens
+    held_memory = held_until_released(page, rf".*/projects/{first}/memories.*")
+    held_threads = held_until_released(page, rf".*/projects/{second}/conversations\?.*")
+    page.get_by_role("button", name="Refresh").first.click()
+    wait_for(page, held_memory)
+    page.locator("#project-select").select_option(second)
+    # Then nothing of the first project shows while the second one's answers are on their way
+    wait_for(page, held_threads)
+    expect(page.locator("#thread-list")).not_to_contain_text("first_rule")
+    expect(page.locator("#thread-list")).to_contain_text("Loading")
+    expect(page.locator('#memory-list .entry[data-key="second_rule"]')).to_be_visible()
+    expect(page.locator("#memory-list")).not_to_contain_text("first_rule")
+    # When the first project's memory answers last
+    for route in held_memory + held_threads:
+        route.continue_()
+    page.wait_for_load_state("networkidle")
+    # Then it is dropped, and an edit goes to the second project
+    expect(page.locator(".thread .title")).to_have_text(["second_rule"])
+    expect(page.locator("#memory-list .entry")).to_have_count(1)
+    entry = page.locator('#memory-list .entry[data-key="second_rule"]')
+    entry.get_by_role("button", name="Edit").click()
+    entry.get_by_label("Value").fill("edited")
+    entry.get_by_role("button", name="Save").click()
+    expect(entry.locator(".value")).to_have_text("edited")
+    assert memory_of(owner, first) == {"first_rule": "first_rule"}
+    assert memory_of(owner, second) == {"second_rule": "edited"}

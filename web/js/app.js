@@ -84,6 +84,8 @@ const canEdit = () => state.project && state.project.role !== "viewer";
 const isOwner = () => state.project && state.project.role === "owner";
 const projectPath = (suffix = "") => `/projects/${enc(state.project.id)}${suffix}`;
 const threadPath = (suffix = "") => projectPath(`/conversations/${enc(state.conversation.id)}${suffix}`);
+/** The project and thread open now: an answer asked for another is dropped. */
+const openView = () => `${state.project ? state.project.id : ""}/${state.conversation ? state.conversation.id : ""}`;
 
 // ---------- views (phone: one at a time; desktop: three columns) ----------
 
@@ -164,10 +166,20 @@ async function openProject(project) {
   state.conversation = null;
   state.archived = false;
   $("show-archived").checked = false;
+  // Nothing of the project left stays on screen while the new one's answers come.
+  state.threads = [];
+  state.threadsCursor = null;
+  state.memories = [];
   state.presets = [];
   closePresetForm();
   renderProject();
   newChat();
+  const loading = (words) => el("p", { class: "empty", "aria-busy": "true" }, words);
+  $("thread-list").replaceChildren(loading("Loading conversations…"));
+  $("memory-list").replaceChildren(loading("Loading memory…"));
+  $("memory-count").textContent = "";
+  $("preset-list").replaceChildren();
+  $("member-list").replaceChildren();
   refreshUsage();
   await Promise.all([loadThreads(), loadMemory(), loadPresets()]);
 }
@@ -561,9 +573,10 @@ async function loadMemory() {
     $("memory-count").textContent = "";
     return;
   }
+  const view = openView();
   const query = state.conversation ? `?conversationId=${enc(state.conversation.id)}` : "";
   const page = await attempt("load memory", () => get(projectPath(`/memories${query}`)));
-  if (!page) return;
+  if (!page || openView() !== view) return;
   state.memories = page.memories;
   renderMemory();
 }
@@ -706,8 +719,9 @@ async function loadContext() {
     view.replaceChildren(el("p", { class: "empty" }, "Open a thread to see what its next turn would send the model."));
     return;
   }
+  const asked = openView();
   const preview = await attempt("load the context preview", () => get(threadPath("/context")));
-  if (!preview) return;
+  if (!preview || openView() !== asked) return;
   fillThreadSettings();
   const layer = (name, id, content) =>
     el("section", { class: "layer", dataset: { layer: id } }, el("h3", {}, name), content);
@@ -919,8 +933,9 @@ async function loadProjectSettings() {
   renderProject();
   loadPresets();
   loadUsage(state.project, state.user);
+  const project = state.project.id;
   const found = await attempt("load the members", () => get(projectPath("/members")));
-  if (!found) return;
+  if (!found || !state.project || state.project.id !== project) return; // another project is open now
   const owner = isOwner();
   $("member-list").replaceChildren(
     ...found.members.map((member) => {
