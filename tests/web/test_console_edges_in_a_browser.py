@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import sign_in
-from tests.web.test_console_in_a_browser import composer, seed_project
+from tests.web.test_console_in_a_browser import composer, say, seed_project
 
 pytestmark = pytest.mark.e2e
 
@@ -131,3 +131,29 @@ def test_a_project_switched_while_its_memory_loads_shows_and_edits_only_the_new_
     expect(entry.locator(".value")).to_have_text("edited")
     assert memory_of(owner, first) == {"first_rule": "first_rule"}
     assert memory_of(owner, second) == {"second_rule": "edited"}
+
+
+def test_enter_in_the_new_project_and_rename_dialogs_saves(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given
+    sign_in(page, console, user)
+    # When a project is named with the keyboard
+    page.get_by_role("button", name="New project").click()
+    page.keyboard.type("Keyboard shop")
+    page.keyboard.press("Enter")
+    # Then it is made
+    expect(page.locator("#project-select")).to_contain_text("Keyboard shop (owner)")
+    # When a thread is renamed with the keyboard, typing past the API's 80 characters
+    say(page, "First words")
+    page.get_by_role("button", name="Rename").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("T" * 100)
+    page.keyboard.press("Enter")
+    # Then the title is the 80 characters that fit, and the API took it
+    expect(page.locator("#chat-title")).to_have_text("T" * 80)
+    expect(page.locator("#alerts .alert")).to_have_count(0)
+    projects = api(user).get("/projects").body["projects"]
+    assert [project["name"] for project in projects] == ["Keyboard shop"]
+    threads = api(user).get(f"/projects/{projects[0]['id']}/conversations").body["conversations"]
+    assert [thread["title"] for thread in threads] == ["T" * 80]

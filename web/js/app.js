@@ -15,6 +15,7 @@ const PERIODS = [
   ["earlier", "Earlier", ["previous30Days", "older", null, undefined]],
 ];
 const PAGE = 50;
+const PROJECT_NAME_MAX = 120;
 const SIDE_VIEWS = ["memory", "context", "project"];
 const REASONS = {
   viewer: "You are a viewer of this project: you can read everything here but not change it.",
@@ -59,9 +60,10 @@ function confirmed(text, action = "Confirm") {
   });
 }
 
-function asked(label, value = "") {
+function asked(label, maxLength, value = "") {
   const dialog = $("ask");
   $("ask-label").textContent = label;
+  $("ask-input").maxLength = maxLength; // typed past the API's limit, text would meet a 422
   $("ask-input").value = value;
   dialog.returnValue = "";
   dialog.showModal();
@@ -212,7 +214,7 @@ function renderProject() {
 }
 
 async function createProject() {
-  const name = await asked("Name of the new project");
+  const name = await asked("Name of the new project", PROJECT_NAME_MAX);
   if (!name) return;
   const created = await attempt("create the project", () => send("POST", "/projects", { name }));
   if (created) await attempt("load your projects", () => loadProjects(created.id));
@@ -523,7 +525,7 @@ async function newThreadWithSummary() {
 // ---------- thread actions ----------
 
 async function renameThread() {
-  const title = await asked("New title", state.conversation.title);
+  const title = await asked("New title", config.titleMaxChars, state.conversation.title);
   if (!title) return;
   const changed = await attempt("rename the conversation", () => send("PATCH", threadPath(), { title }));
   if (changed) {
@@ -1101,6 +1103,7 @@ function wire() {
     $("nudge").hidden = true;
   });
   $("nudge-new").addEventListener("click", newThreadWithSummary);
+  $("ask-cancel").addEventListener("click", () => $("ask").close("cancel"));
   $("refresh-memory").addEventListener("click", loadMemory);
   $("refresh-context").addEventListener("click", loadContext);
   $("memory-form").addEventListener("submit", addMemory);
