@@ -157,3 +157,57 @@ def test_enter_in_the_new_project_and_rename_dialogs_saves(
     assert [project["name"] for project in projects] == ["Keyboard shop"]
     threads = api(user).get(f"/projects/{projects[0]['id']}/conversations").body["conversations"]
     assert [thread["title"] for thread in threads] == ["T" * 80]
+
+
+def hold_the_reply_frames(page: Page) -> Callable[[], None]:
+    """Proxies the page's WebSocket, keeping every frame after a turn's start from the page
+    until the returned function lets them through."""
+    held: list[str | bytes] = []
+    holding = [True]
+    sockets: list[WebSocketRoute] = []
+
+    def proxy(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+        sockets.append(socket)
+
+        def to_page(message: str | bytes) -> None:
+            if holding[0] and '"start"' not in str(message):
+                held.append(message)
+            else:
+                socket.send(message)
+
+        server.on_message(to_page)
+
+    def release() -> None:
+        holding[0] = False
+        for message in held:
+            sockets[-1].send(message)
+
+    page.route_web_socket(re.compile(r".*/ws.*"), proxy)
+    return release
+
+
+def test_a_message_sent_while_a_reply_streams_is_not_lost(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a reply still streaming
+    seed_project(api(user))
+    release = hold_the_reply_frames(page)
+    sign_in(page, console, user)
+    composer(page).fill("First question")
+    composer(page).press("Enter")
+    expect(page.locator('.message.assistant[data-streaming="true"]')).to_be_visible()
+    # When the next message is sent with Enter before the reply ends
+    composer(page).fill("Second question")
+    composer(page).press("Enter")
+    # Then it stays in the box, and the page says why
+    expect(composer(page)).to_have_value("Second question")
+    expect(page.locator("#composer-wait")).to_be_visible()
+    # When the reply ends, and Enter is pressed again
+    release()
+    expect(page.locator(".message.assistant[data-status]")).to_have_count(1)
+    expect(page.locator("#composer-wait")).to_be_hidden()
+    composer(page).press("Enter")
+    # Then it is sent
+    expect(page.locator(".message.assistant[data-status]")).to_have_count(2)
+    expect(page.locator(".message.user .text")).to_have_text(["First question", "Second question"])

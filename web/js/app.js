@@ -423,6 +423,7 @@ async function sendTurn(text, retry) {
   const finished = () => {
     state.sending = false;
     $("send").disabled = !canEdit();
+    $("composer-wait").hidden = true;
     reply.removeAttribute("aria-busy");
     delete reply.dataset.streaming;
   };
@@ -1085,6 +1086,11 @@ function wire() {
     event.preventDefault();
     const text = $("composer-input").value;
     if (!text.trim()) return;
+    if (state.sending) {
+      // One turn at a time: the message waits in the box until the reply has ended.
+      $("composer-wait").hidden = false;
+      return;
+    }
     $("composer-input").value = "";
     sendTurn(text);
   });
