@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import sign_in
-from tests.web.test_console_in_a_browser import composer, say, seed_project
+from tests.web.test_console_in_a_browser import composer, say, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
 
@@ -211,3 +211,39 @@ def test_a_message_sent_while_a_reply_streams_is_not_lost(
     # Then it is sent
     expect(page.locator(".message.assistant[data-status]")).to_have_count(2)
     expect(page.locator(".message.user .text")).to_have_text(["First question", "Second question"])
+
+
+def test_erasing_my_data_in_my_only_project_leaves_nothing_of_it_to_click(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an editor whose only project has their thread and a preset
+    owner = api(f"{user}-owner")
+    project = seed_project(owner)
+    assert owner.put(f"/projects/{project}/members/{user}", {"role": "editor"}).status == 201
+    preset = owner.post(
+        f"/projects/{project}/presets", {"name": "Copywriter", "contextPrompts": []}
+    )
+    assert preset.status == 201, preset
+    seed_turns(api(user), project, ["Plan the sale"])
+    sign_in(page, console, user)
+    expect(page.locator(".thread")).to_have_count(1)
+    expect(page.locator("#preset-pick")).to_be_visible()
+    page.get_by_role("tab", name="Project").click()
+    expect(page.locator("#member-list li")).to_have_count(2)
+    # When
+    page.get_by_role("button", name="Erase my data in this project").click()
+    page.locator("#confirm").get_by_role("button", name="Erase").click()
+    # Then no panel keeps the project, and what needs one is disabled
+    expect(page.locator("#project-select")).to_have_text("No project yet")
+    expect(page.locator(".thread")).to_have_count(0)
+    expect(page.locator("#thread-list")).to_contain_text("No project yet")
+    expect(page.locator("#member-list li")).to_have_count(0)
+    expect(page.locator("#preset-list li")).to_have_count(0)
+    expect(page.locator("#preset-pick")).to_be_hidden()
+    expect(page.locator("#who-role")).to_be_hidden()
+    page.locator("#preset-add summary").click()
+    expect(page.locator("#preset-name")).to_be_disabled()
+    for name in ("Earlier day", "Day", "Month"):
+        expect(page.get_by_role("button", name=re.compile(f"^{name}"))).to_be_disabled()
+    page.get_by_role("tab", name="Memory").click()
+    expect(page.locator("#memory-list .entry")).to_have_count(0)

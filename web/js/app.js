@@ -153,7 +153,9 @@ async function loadProjects(selectId) {
   if (projects.length === 0) {
     select.append(el("option", { value: "" }, "No project yet"));
     state.project = null;
-    renderProject();
+    leaveProject();
+    loadThreads();
+    loadMemory();
     return;
   }
   const wanted = selectId || localStorage.getItem(`recall.project.${state.user}`);
@@ -165,10 +167,19 @@ async function loadProjects(selectId) {
 async function openProject(project) {
   state.project = project;
   localStorage.setItem(`recall.project.${state.user}`, project.id);
+  leaveProject();
+  const loading = (words) => el("p", { class: "empty", "aria-busy": "true" }, words);
+  $("thread-list").replaceChildren(loading("Loading conversations…"));
+  $("memory-list").replaceChildren(loading("Loading memory…"));
+  refreshUsage();
+  await Promise.all([loadThreads(), loadMemory(), loadPresets()]);
+}
+
+/** Nothing of the project left stays on screen or clickable: another opens, or none is left. */
+function leaveProject() {
   state.conversation = null;
   state.archived = false;
   $("show-archived").checked = false;
-  // Nothing of the project left stays on screen while the new one's answers come.
   state.threads = [];
   state.threadsCursor = null;
   state.memories = [];
@@ -176,14 +187,11 @@ async function openProject(project) {
   closePresetForm();
   renderProject();
   newChat();
-  const loading = (words) => el("p", { class: "empty", "aria-busy": "true" }, words);
-  $("thread-list").replaceChildren(loading("Loading conversations…"));
-  $("memory-list").replaceChildren(loading("Loading memory…"));
   $("memory-count").textContent = "";
   $("preset-list").replaceChildren();
   $("member-list").replaceChildren();
-  refreshUsage();
-  await Promise.all([loadThreads(), loadMemory(), loadPresets()]);
+  $("import-progress").textContent = "";
+  loadContext();
 }
 
 function setReason(node, reason) {
@@ -205,6 +213,12 @@ function renderProject() {
   const owner = isOwner();
   for (const control of $("rename-project").elements) control.disabled = noProject || viewer;
   for (const control of $("add-member").elements) control.disabled = !owner;
+  for (const control of $("preset-form").elements) control.disabled = noProject || viewer;
+  for (const control of document.querySelectorAll("#usage button")) {
+    if (noProject) control.disabled = true;
+    else if (control.id !== "usage-later") control.disabled = false; // Later follows the period shown
+  }
+  if (noProject) $("usage-back").hidden = true;
   setReason(document.querySelector('[data-reason="own"]'), project && !owner ? (viewer ? REASONS.viewer : REASONS.notOwner) : "");
   $("import-file").disabled = noProject || viewer;
   $("export").disabled = noProject;
