@@ -11,8 +11,14 @@ from playwright.sync_api import Page, Route, WebSocketRoute, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
-from tests.web.conftest import sign_in
-from tests.web.test_console_in_a_browser import composer, say, seed_project, seed_turns
+from tests.web.conftest import NUDGE_THRESHOLD_TURNS, sign_in
+from tests.web.test_console_in_a_browser import (
+    composer,
+    open_thread,
+    say,
+    seed_project,
+    seed_turns,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -159,32 +165,36 @@ def test_enter_in_the_new_project_and_rename_dialogs_saves(
     assert [thread["title"] for thread in threads] == ["T" * 80]
 
 
-def hold_the_reply_frames(page: Page) -> Callable[[], None]:
-    """Proxies the page's WebSocket, keeping every frame after a turn's start from the page
-    until the returned function lets them through."""
-    held: list[str | bytes] = []
-    holding = [True]
-    sockets: list[WebSocketRoute] = []
+class HeldReplies:
+    """Proxies the page's WebSocket; while holding, every frame after a turn's start waits
+    until released."""
 
-    def proxy(socket: WebSocketRoute) -> None:
+    def __init__(self, page: Page) -> None:
+        self.holding = True
+        self.held: list[str | bytes] = []
+        self.sockets: list[WebSocketRoute] = []
+        page.route_web_socket(re.compile(r".*/ws.*"), self.proxy)
+
+    def proxy(self, socket: WebSocketRoute) -> None:
         server = socket.connect_to_server()
-        sockets.append(socket)
+        self.sockets.append(socket)
 
         def to_page(message: str | bytes) -> None:
-            if holding[0] and '"start"' not in str(message):
-                held.append(message)
+            if self.holding and '"start"' not in str(message):
+                self.held.append(message)
             else:
                 socket.send(message)
 
         server.on_message(to_page)
 
-    def release() -> None:
-        holding[0] = False
-        for message in held:
-            sockets[-1].send(message)
+    def release(self) -> None:
+        self.holding = False
+        for message in self.held:
+            self.sockets[-1].send(message)
+        self.held = []
 
-    page.route_web_socket(re.compile(r".*/ws.*"), proxy)
-    return release
+    def hold(self) -> None:
+        self.holding = True
 
 
 def test_a_message_sent_while_a_reply_streams_is_not_lost(
@@ -192,7 +202,7 @@ def test_a_message_sent_while_a_reply_streams_is_not_lost(
 ) -> None:
     # Given a reply still streaming
     seed_project(api(user))
-    release = hold_the_reply_frames(page)
+    replies = HeldReplies(page)
     sign_in(page, console, user)
     composer(page).fill("First question")
     composer(page).press("Enter")
@@ -204,7 +214,7 @@ def test_a_message_sent_while_a_reply_streams_is_not_lost(
     expect(composer(page)).to_have_value("Second question")
     expect(page.locator("#composer-wait")).to_be_visible()
     # When the reply ends, and Enter is pressed again
-    release()
+    replies.release()
     expect(page.locator(".message.assistant[data-status]")).to_have_count(1)
     expect(page.locator("#composer-wait")).to_be_hidden()
     composer(page).press("Enter")
@@ -247,3 +257,43 @@ def test_erasing_my_data_in_my_only_project_leaves_nothing_of_it_to_click(
         expect(page.get_by_role("button", name=re.compile(f"^{name}"))).to_be_disabled()
     page.get_by_role("tab", name="Memory").click()
     expect(page.locator("#memory-list .entry")).to_have_count(0)
+
+
+def test_a_reply_that_ends_after_another_thread_or_project_opened_counts_on_its_own_thread(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a thread at the nudge threshold, another thread, and another project
+    owner = api(user)
+    project = seed_project(owner)
+    seed_turns(owner, project, [f"Idea {n}" for n in range(NUDGE_THRESHOLD_TURNS)])
+    assert owner.post(f"/projects/{project}/conversations", {"title": "Quiet"}).status == 201
+    other = seed_project(owner, "Other shop")
+    replies = HeldReplies(page)
+    sign_in(page, console, user)
+    page.locator("#project-select").select_option(project)
+    open_thread(page, "Idea 0")
+    # When its next turn, past the threshold, ends after the other thread opened
+    composer(page).fill("One idea too many")
+    composer(page).press("Enter")
+    expect(page.locator('.message.assistant[data-streaming="true"]')).to_be_visible()
+    open_thread(page, "Quiet")
+    replies.release()
+    # Then the count lands on its own thread, and the open one shows no nudge
+    idea = page.locator(".thread", has_text="Idea 0")
+    expect(idea.locator(".meta")).to_contain_text(f"{NUDGE_THRESHOLD_TURNS + 1} turns")
+    expect(page.locator(".thread", has_text="Quiet").locator(".meta")).to_contain_text("0 turns")
+    expect(page.locator("#nudge")).to_be_hidden()
+    # When a new chat's reply ends after another project opened
+    replies.hold()
+    page.get_by_role("button", name="New chat").click()
+    composer(page).fill("Start something")
+    composer(page).press("Enter")
+    expect(page.locator('.message.assistant[data-streaming="true"]')).to_be_visible()
+    page.locator("#project-select").select_option(other)
+    expect(page.locator("#thread-list")).to_contain_text("No conversations yet")
+    replies.release()
+    # Then the other project stays as it was (and no script error is thrown)
+    expect(page.locator("#chat-title")).to_have_text("New chat")
+    page.wait_for_timeout(500)
+    expect(page.locator(".thread")).to_have_count(0)
+    assert len(owner.get(f"/projects/{project}/conversations").body["conversations"]) == 3
