@@ -5,6 +5,7 @@ phone. Each test signs in as its own user against make dev's server."""
 from __future__ import annotations
 
 from collections.abc import Callable
+import json
 import re
 
 from playwright.sync_api import Page, Route, WebSocketRoute, expect
@@ -297,3 +298,36 @@ def test_a_reply_that_ends_after_another_thread_or_project_opened_counts_on_its_
     page.wait_for_timeout(500)
     expect(page.locator(".thread")).to_have_count(0)
     assert len(owner.get(f"/projects/{project}/conversations").body["conversations"]) == 3
+
+
+def test_an_imported_preset_shows_in_the_presets_and_the_new_chat_picker(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an export of a project with a preset, and another project open
+    owner = api(user)
+    source = seed_project(owner, "Source shop")
+    preset = owner.post(f"/projects/{source}/presets", {"name": "Imported voice"})
+    assert preset.status == 201, preset
+    exported = owner.get(f"/projects/{source}/export")
+    assert exported.status == 200, exported
+    target = seed_project(owner, "Target shop")
+    sign_in(page, console, user)
+    page.locator("#project-select").select_option(target)
+    page.get_by_role("tab", name="Project").click()
+    expect(page.locator("#preset-list")).to_contain_text("No presets yet")
+    expect(page.locator("#import-file")).to_be_enabled()
+    # When
+    page.set_input_files(
+        "#import-file",
+        files=[
+            {
+                "name": "export.json",
+                "mimeType": "application/json",
+                "buffer": json.dumps(exported.body).encode(),
+            }
+        ],
+    )
+    # Then
+    expect(page.locator("#import-progress")).to_contain_text("Import done")
+    expect(page.locator("#preset-list")).to_contain_text("Imported voice")
+    expect(page.get_by_label("Start from preset")).to_contain_text("Imported voice")

@@ -1040,6 +1040,7 @@ async function importFile() {
     showError(new Error(`${file.name} is not JSON.`), "import");
     return;
   }
+  const project = state.project.id; // followed there even if another project opens meanwhile
   const started = await attempt("import", () => send("POST", projectPath("/import"), document_));
   $("import-file").value = "";
   if (!started) return;
@@ -1047,13 +1048,15 @@ async function importFile() {
   while (status && (status.status === "queued" || status.status === "running")) {
     progress.textContent = `Importing: ${status.threadsDone} of ${status.threadsTotal} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets`;
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    status = await attempt("follow the import", () => get(projectPath(`/import/${enc(started.id)}`)));
+    status = await attempt("follow the import", () => get(`/projects/${enc(project)}/import/${enc(started.id)}`));
   }
   if (!status) return;
   const errors = (status.errors || []).length ? ` ${status.errors.length} problems: ${status.errors.map((e) => (typeof e === "string" ? e : e.message || JSON.stringify(e))).join("; ")}` : "";
   progress.textContent = `Import ${status.status}: ${status.threadsDone} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets.${errors}`;
+  if (!state.project || state.project.id !== project) return;
   loadThreads();
   loadMemory();
+  loadPresets(); // the list and the new chat's picker
 }
 
 async function eraseMe() {
