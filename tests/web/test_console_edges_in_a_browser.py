@@ -12,7 +12,7 @@ from playwright.sync_api import Page, Route, WebSocketRoute, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
-from tests.web.conftest import NUDGE_THRESHOLD_TURNS, sign_in
+from tests.web.conftest import NUDGE_THRESHOLD_TURNS, PHONE, TAKEN, sign_in
 from tests.web.test_console_in_a_browser import (
     composer,
     open_thread,
@@ -331,3 +331,56 @@ def test_an_imported_preset_shows_in_the_presets_and_the_new_chat_picker(
     expect(page.locator("#import-progress")).to_contain_text("Import done")
     expect(page.locator("#preset-list")).to_contain_text("Imported voice")
     expect(page.get_by_label("Start from preset")).to_contain_text("Imported voice")
+
+
+LONG_WORD = "Supercalifragilistic" * 12
+
+
+def fits_the_screen(page: Page, selector: str) -> None:
+    widths = page.locator(selector).evaluate(
+        "node => ({scroll: node.scrollWidth, client: node.clientWidth})"
+    )
+    assert widths["scroll"] <= widths["client"], (selector, widths)
+
+
+def test_long_unbroken_words_stay_on_a_phone_screen(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given long words in a thread's title and messages, a memory entry, a preset's name
+    owner = api(user)
+    project = seed_project(owner, LONG_WORD[:60])
+    seed_turns(owner, project, [f"{LONG_WORD} and more"])
+    put = owner.put(
+        f"/projects/{project}/memories/long_word", {"value": LONG_WORD, "category": "brand"}
+    )
+    assert put.status == 201, put
+    preset = owner.post(f"/projects/{project}/presets", {"name": LONG_WORD[:80]})
+    assert preset.status == 201, preset
+    page.set_viewport_size(PHONE)
+    sign_in(page, console, user)
+    tabs = page.locator("#phone-tabs")
+    # When each view is shown
+    expect(page.get_by_label("Start from preset")).to_be_visible()
+    # Then nothing is wider than the screen
+    fits_the_screen(page, "html")
+    fits_the_screen(page, "#chat-panel")
+    page.screenshot(path=str(TAKEN / "phone-long-new-chat.png"))
+    tabs.get_by_role("button", name="Threads").click()
+    fits_the_screen(page, "#threads-panel")
+    page.locator(".thread").first.click()
+    expect(page.locator("#chat-title")).to_contain_text("Supercalifragilistic")
+    fits_the_screen(page, "html")
+    fits_the_screen(page, ".chat-head")
+    fits_the_screen(page, "#messages")
+    page.get_by_role("button", name="Archive").click()
+    expect(page.locator("#alerts .alert")).to_contain_text("archived")
+    fits_the_screen(page, "#alerts .alert")
+    page.screenshot(path=str(TAKEN / "phone-long-chat.png"))
+    for view in ("Memory", "Model view", "Project"):
+        tabs.get_by_role("button", name=view).click()
+        page.wait_for_load_state("networkidle")
+        fits_the_screen(page, "html")
+        fits_the_screen(page, "#side-panel")
+        page.screenshot(
+            path=str(TAKEN / f"phone-long-{view.lower().replace(' ', '-')}.png"), full_page=True
+        )
