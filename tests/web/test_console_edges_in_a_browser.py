@@ -384,3 +384,61 @@ def test_long_unbroken_words_stay_on_a_phone_screen(
         page.screenshot(
             path=str(TAKEN / f"phone-long-{view.lower().replace(' ', '-')}.png"), full_page=True
         )
+
+
+def focused(page: Page) -> str:
+    """The focused element, as tag#id[data-key|data-user] of its nearest entry or member."""
+    return str(
+        page.evaluate(
+            """() => {
+              const node = document.activeElement;
+              const owner = node.closest('[data-key], [data-user]');
+              const mark = owner ? (owner.dataset.key || owner.dataset.user) : '';
+              return `${node.tagName.toLowerCase()}#${node.id}[${mark}]`;
+            }"""
+        )
+    )
+
+
+def test_focus_stays_on_what_was_changed_after_the_list_is_drawn_again(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a project with a memory entry and a second member
+    owner = api(user)
+    project = seed_project(owner)
+    put = owner.put(f"/projects/{project}/memories/tone", {"value": "warm", "category": "brand"})
+    assert put.status == 201, put
+    assert owner.put(f"/projects/{project}/members/bob", {"role": "viewer"}).status == 201
+    sign_in(page, console, user)
+    entry = page.locator('#memory-list .entry[data-key="tone"]')
+    # When the entry is edited and saved
+    entry.get_by_role("button", name="Edit").click()
+    entry.get_by_label("Value").fill("warm and plain")
+    entry.get_by_label("Value").press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(entry.locator(".value")).to_have_text("warm and plain")
+    # Then focus is on the entry again
+    assert focused(page) == "button#[tone]"
+    # When it is forgotten
+    entry.get_by_role("button", name="Forget").click()
+    page.locator("#confirm").get_by_role("button", name="Forget").click()
+    expect(entry).to_have_count(0)
+    # Then focus is on the memory panel's heading
+    expect(page.locator("#memory-title")).to_be_focused()
+    # When a member's role is changed
+    page.get_by_role("tab", name="Project").click()
+    page.get_by_label("Role of bob").select_option("editor")
+    expect(page.get_by_label("Role of bob")).to_have_value("editor")
+    page.wait_for_load_state("networkidle")
+    # Then focus is on that member's role
+    assert focused(page) == "select#[bob]"
+    # When a budget is saved
+    page.get_by_label("Budget of bob").click()
+    bob = page.locator('#usage-members li[data-user="bob"]')
+    bob.get_by_label("Turns per day").fill("5")
+    bob.get_by_role("button", name="Save budget").click()
+    expect(bob).to_contain_text("budget: ")
+    page.wait_for_load_state("networkidle")
+    # Then focus is on that member's budget
+    expect(page.get_by_label("Budget of bob")).to_be_focused()

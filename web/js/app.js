@@ -593,9 +593,17 @@ async function loadMemory() {
   const view = openView();
   const query = state.conversation ? `?conversationId=${enc(state.conversation.id)}` : "";
   const page = await attempt("load memory", () => get(projectPath(`/memories${query}`)));
-  if (!page || openView() !== view) return;
+  if (!page || openView() !== view) return false;
   state.memories = page.memories;
   renderMemory();
+  return true;
+}
+
+/** After the list is drawn again, focus goes back to the entry, or to the panel's heading
+ * when it is gone, never to the page's body. */
+function focusEntry(entry) {
+  const found = document.querySelector(`#memory-list .entry[data-key="${CSS.escape(entry.key)}"][data-scope="${entry.scope}"] button`);
+  (found || $("memory-title")).focus();
 }
 
 function renderMemory() {
@@ -663,14 +671,14 @@ function editMemory(entry, node) {
     value,
     el("label", { for: `edit-category-${entry.key}` }, "Category"),
     category,
-    el("div", { class: "row" }, el("button", { type: "submit", class: "primary" }, "Save"), el("button", { type: "button", onclick: () => renderMemory() }, "Cancel")),
+    el("div", { class: "row" }, el("button", { type: "submit", class: "primary" }, "Save"), el("button", { type: "button", onclick: () => { renderMemory(); focusEntry(entry); } }, "Cancel")),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const saved = await attempt("save the entry", () =>
       send("PUT", projectPath(`/memories/${enc(entry.key)}`), memoryBody(entry, value.value.trim(), category.value, entry.expiresAt)),
     );
-    if (saved) loadMemory();
+    if (saved && (await loadMemory())) focusEntry(entry);
   });
   node.querySelector(".value").replaceWith(form);
   value.focus();
@@ -679,7 +687,7 @@ function editMemory(entry, node) {
 async function forgetMemory(entry) {
   if (!(await confirmed(`Forget "${entry.key}"? The model will no longer see it.`, "Forget"))) return;
   const done = await attempt("forget the entry", () => send("DELETE", projectPath(`/memories/${enc(entry.key)}${scopeQuery(entry)}`)));
-  if (done !== undefined) loadMemory();
+  if (done !== undefined && (await loadMemory())) focusEntry(entry);
 }
 
 async function showHistory(entry, node) {
@@ -946,13 +954,13 @@ async function deletePreset(preset) {
 // ---------- project settings ----------
 
 async function loadProjectSettings() {
-  if (!state.project) return;
+  if (!state.project) return false;
   renderProject();
   loadPresets();
   loadUsage(state.project, state.user);
   const project = state.project.id;
   const found = await attempt("load the members", () => get(projectPath("/members")));
-  if (!found || !state.project || state.project.id !== project) return; // another project is open now
+  if (!found || !state.project || state.project.id !== project) return false; // another project is open now
   const owner = isOwner();
   $("member-list").replaceChildren(
     ...found.members.map((member) => {
@@ -966,7 +974,7 @@ async function loadProjectSettings() {
           send("PUT", projectPath(`/members/${enc(member.userId)}`), { role: role.value }),
         );
         if (!changed) role.value = member.role;
-        loadProjectSettings();
+        if (await loadProjectSettings()) focusMember(member.userId);
       });
       return el(
         "li",
@@ -977,12 +985,19 @@ async function loadProjectSettings() {
       );
     }),
   );
+  return true;
 }
 
 async function removeMember(userId) {
   if (!(await confirmed(`Remove ${userId} from ${state.project.name}?`, "Remove"))) return;
   const done = await attempt(`remove ${userId}`, () => send("DELETE", projectPath(`/members/${enc(userId)}`)));
-  if (done !== undefined) loadProjectSettings();
+  if (done !== undefined && (await loadProjectSettings())) focusMember(userId);
+}
+
+/** Focus back on the member's role after the list is drawn again, or on the list's heading. */
+function focusMember(userId) {
+  const found = document.querySelector(`#member-list li[data-user="${CSS.escape(userId)}"] select`);
+  (found || $("members-title")).focus();
 }
 
 async function addMember(event) {
