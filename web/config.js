@@ -7,7 +7,9 @@
 export const config = {
   apiBase: "",
   webSocketUrl: "",
-  // The API's defaults (NUDGE_THRESHOLD_TURNS, MEMORY_CAP); a chat reply's nudge corrects the first.
+  // The API's defaults (NUDGE_THRESHOLD_TURNS, MEMORY_CAP, TITLE_MAX_CHARS); a chat reply's
+  // nudge corrects the first.
   nudgeThresholdTurns: 120,
   memoryCap: 50,
+  titleMaxChars: 80,
 };

@@ -11,11 +11,11 @@ import json
 import re
 from typing import Any
 
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Page, Route, ViewportSize, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
-from tests.web.conftest import NUDGE_THRESHOLD_TURNS, PHONE, shoot, sign_in
+from tests.web.conftest import DESKTOP, NUDGE_THRESHOLD_TURNS, PHONE, shoot, sign_in
 
 pytestmark = pytest.mark.e2e
 
@@ -420,7 +420,10 @@ def test_the_context_preview_shows_each_layer_and_clearing_marks_the_thread(
     expect(view.locator('[data-layer="window"]')).to_contain_text("user: Which colour")
     expect(view.locator(".tokens")).to_contain_text("tokens")
     assert int(view.locator(".tokens").get_attribute("data-tokens") or 0) > 0
+    # Taller than the desktop: every layer and the thread's own settings show unscrolled.
+    page.set_viewport_size(ViewportSize(width=DESKTOP["width"], height=1000))
     shoot(page, "desktop-context")
+    page.set_viewport_size(DESKTOP)
     # When
     page.get_by_role("button", name="Clear context").click()
     # Then

@@ -15,6 +15,7 @@ const PERIODS = [
   ["earlier", "Earlier", ["previous30Days", "older", null, undefined]],
 ];
 const PAGE = 50;
+const PROJECT_NAME_MAX = 120;
 const SIDE_VIEWS = ["memory", "context", "project"];
 const REASONS = {
   viewer: "You are a viewer of this project: you can read everything here but not change it.",
@@ -59,9 +60,10 @@ function confirmed(text, action = "Confirm") {
   });
 }
 
-function asked(label, value = "") {
+function asked(label, maxLength, value = "") {
   const dialog = $("ask");
   $("ask-label").textContent = label;
+  $("ask-input").maxLength = maxLength; // typed past the API's limit, text would meet a 422
   $("ask-input").value = value;
   dialog.returnValue = "";
   dialog.showModal();
@@ -84,6 +86,8 @@ const canEdit = () => state.project && state.project.role !== "viewer";
 const isOwner = () => state.project && state.project.role === "owner";
 const projectPath = (suffix = "") => `/projects/${enc(state.project.id)}${suffix}`;
 const threadPath = (suffix = "") => projectPath(`/conversations/${enc(state.conversation.id)}${suffix}`);
+/** The project and thread open now: an answer asked for another is dropped. */
+const openView = () => `${state.project ? state.project.id : ""}/${state.conversation ? state.conversation.id : ""}`;
 
 // ---------- views (phone: one at a time; desktop: three columns) ----------
 
@@ -149,7 +153,9 @@ async function loadProjects(selectId) {
   if (projects.length === 0) {
     select.append(el("option", { value: "" }, "No project yet"));
     state.project = null;
-    renderProject();
+    leaveProject();
+    loadThreads();
+    loadMemory();
     return;
   }
   const wanted = selectId || localStorage.getItem(`recall.project.${state.user}`);
@@ -161,15 +167,31 @@ async function loadProjects(selectId) {
 async function openProject(project) {
   state.project = project;
   localStorage.setItem(`recall.project.${state.user}`, project.id);
+  leaveProject();
+  const loading = (words) => el("p", { class: "empty", "aria-busy": "true" }, words);
+  $("thread-list").replaceChildren(loading("Loading conversations…"));
+  $("memory-list").replaceChildren(loading("Loading memory…"));
+  refreshUsage();
+  await Promise.all([loadThreads(), loadMemory(), loadPresets()]);
+}
+
+/** Nothing of the project left stays on screen or clickable: another opens, or none is left. */
+function leaveProject() {
   state.conversation = null;
   state.archived = false;
   $("show-archived").checked = false;
+  state.threads = [];
+  state.threadsCursor = null;
+  state.memories = [];
   state.presets = [];
   closePresetForm();
   renderProject();
   newChat();
-  refreshUsage();
-  await Promise.all([loadThreads(), loadMemory(), loadPresets()]);
+  $("memory-count").textContent = "";
+  $("preset-list").replaceChildren();
+  $("member-list").replaceChildren();
+  $("import-progress").textContent = "";
+  loadContext();
 }
 
 function setReason(node, reason) {
@@ -191,6 +213,12 @@ function renderProject() {
   const owner = isOwner();
   for (const control of $("rename-project").elements) control.disabled = noProject || viewer;
   for (const control of $("add-member").elements) control.disabled = !owner;
+  for (const control of $("preset-form").elements) control.disabled = noProject || viewer;
+  for (const control of document.querySelectorAll("#usage button")) {
+    if (noProject) control.disabled = true;
+    else if (control.id !== "usage-later") control.disabled = false; // Later follows the period shown
+  }
+  if (noProject) $("usage-back").hidden = true;
   setReason(document.querySelector('[data-reason="own"]'), project && !owner ? (viewer ? REASONS.viewer : REASONS.notOwner) : "");
   $("import-file").disabled = noProject || viewer;
   $("export").disabled = noProject;
@@ -200,7 +228,7 @@ function renderProject() {
 }
 
 async function createProject() {
-  const name = await asked("Name of the new project");
+  const name = await asked("Name of the new project", PROJECT_NAME_MAX);
   if (!name) return;
   const created = await attempt("create the project", () => send("POST", "/projects", { name }));
   if (created) await attempt("load your projects", () => loadProjects(created.id));
@@ -400,18 +428,23 @@ async function sendTurn(text, retry) {
   );
   list.append(reply);
   scrollToEnd();
-  const body = { message: text };
-  if (state.conversation) body.conversationId = state.conversation.id;
-  else if ($("preset-select").value) body.presetId = $("preset-select").value;
+  // A retry sends the very body its key was first used with: the API refuses a key reused
+  // with another body, and a new chat's first try had no conversationId yet.
+  const body = retry ? retry.body : { message: text };
+  if (!retry && state.conversation) body.conversationId = state.conversation.id;
+  else if (!retry && $("preset-select").value) body.presetId = $("preset-select").value;
   const projectId = state.project.id;
   const finished = () => {
     state.sending = false;
     $("send").disabled = !canEdit();
+    $("composer-wait").hidden = true;
     reply.removeAttribute("aria-busy");
     delete reply.dataset.streaming;
   };
   await turns.send(projectId, body, key, {
     start(conversation) {
+      // The person may have opened another thread or project meanwhile: theirs stays open.
+      if (!reply.isConnected) return;
       if (!state.conversation || state.conversation.id !== conversation.id) {
         state.conversation = { id: conversation.id, title: conversation.title, archived: false, turnCount: 0 };
         renderThreadHead();
@@ -441,14 +474,21 @@ async function sendTurn(text, retry) {
         reply.append(el("p", { class: "error-words" }, `Failed: ${message.error || "the model did not answer"}`));
       }
       list.querySelectorAll(".pending").forEach((node) => node.classList.remove("pending"));
-      state.conversation.turnCount = answer.nudge.turns;
       state.threshold = answer.nudge.threshold;
+      if (!state.project || state.project.id !== projectId) return; // another project is open now
+      // The count goes to the thread the turn was on, which need not be the open one.
+      const threadId = answer.conversation.id;
+      for (const thread of [state.conversation, ...state.threads]) {
+        if (thread && thread.id === threadId) thread.turnCount = answer.nudge.turns;
+      }
+      renderThreads();
+      loadThreads();
+      refreshUsage();
+      if (!state.conversation || state.conversation.id !== threadId) return;
       if (answer.nudge.show) maybeNudge(answer.nudge.turns, answer.nudge.threshold);
       scrollToEnd();
-      loadThreads();
       if ((answer.memoriesSaved || []).length || (answer.memoriesForgotten || []).length) loadMemory();
       if (!$("context-panel").hidden) loadContext();
-      refreshUsage();
     },
     error(error) {
       finished();
@@ -459,11 +499,13 @@ async function sendTurn(text, retry) {
       const refusal = budgetRefusal(error);
       reply.append(
         el("p", { class: "error-words" }, refusal ? `Not sent: ${refusal}` : `Failed: ${error.words}`),
-        el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, node: reply }) }, "Retry"),
+        el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, body, node: reply }) }, "Retry"),
       );
       scrollToEnd();
-      if (state.conversation) loadThreads();
-      refreshUsage();
+      if (state.project && state.project.id === projectId) {
+        loadThreads();
+        refreshUsage();
+      }
     },
   });
 }
@@ -498,7 +540,7 @@ async function newThreadWithSummary() {
 // ---------- thread actions ----------
 
 async function renameThread() {
-  const title = await asked("New title", state.conversation.title);
+  const title = await asked("New title", config.titleMaxChars, state.conversation.title);
   if (!title) return;
   const changed = await attempt("rename the conversation", () => send("PATCH", threadPath(), { title }));
   if (changed) {
@@ -548,11 +590,20 @@ async function loadMemory() {
     $("memory-count").textContent = "";
     return;
   }
+  const view = openView();
   const query = state.conversation ? `?conversationId=${enc(state.conversation.id)}` : "";
   const page = await attempt("load memory", () => get(projectPath(`/memories${query}`)));
-  if (!page) return;
+  if (!page || openView() !== view) return false;
   state.memories = page.memories;
   renderMemory();
+  return true;
+}
+
+/** After the list is drawn again, focus goes back to the entry, or to the panel's heading
+ * when it is gone, never to the page's body. */
+function focusEntry(entry) {
+  const found = document.querySelector(`#memory-list .entry[data-key="${CSS.escape(entry.key)}"][data-scope="${entry.scope}"] button`);
+  (found || $("memory-title")).focus();
 }
 
 function renderMemory() {
@@ -620,14 +671,14 @@ function editMemory(entry, node) {
     value,
     el("label", { for: `edit-category-${entry.key}` }, "Category"),
     category,
-    el("div", { class: "row" }, el("button", { type: "submit", class: "primary" }, "Save"), el("button", { type: "button", onclick: () => renderMemory() }, "Cancel")),
+    el("div", { class: "row" }, el("button", { type: "submit", class: "primary" }, "Save"), el("button", { type: "button", onclick: () => { renderMemory(); focusEntry(entry); } }, "Cancel")),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const saved = await attempt("save the entry", () =>
       send("PUT", projectPath(`/memories/${enc(entry.key)}`), memoryBody(entry, value.value.trim(), category.value, entry.expiresAt)),
     );
-    if (saved) loadMemory();
+    if (saved && (await loadMemory())) focusEntry(entry);
   });
   node.querySelector(".value").replaceWith(form);
   value.focus();
@@ -636,7 +687,7 @@ function editMemory(entry, node) {
 async function forgetMemory(entry) {
   if (!(await confirmed(`Forget "${entry.key}"? The model will no longer see it.`, "Forget"))) return;
   const done = await attempt("forget the entry", () => send("DELETE", projectPath(`/memories/${enc(entry.key)}${scopeQuery(entry)}`)));
-  if (done !== undefined) loadMemory();
+  if (done !== undefined && (await loadMemory())) focusEntry(entry);
 }
 
 async function showHistory(entry, node) {
@@ -693,8 +744,9 @@ async function loadContext() {
     view.replaceChildren(el("p", { class: "empty" }, "Open a thread to see what its next turn would send the model."));
     return;
   }
+  const asked = openView();
   const preview = await attempt("load the context preview", () => get(threadPath("/context")));
-  if (!preview) return;
+  if (!preview || openView() !== asked) return;
   fillThreadSettings();
   const layer = (name, id, content) =>
     el("section", { class: "layer", dataset: { layer: id } }, el("h3", {}, name), content);
@@ -902,12 +954,13 @@ async function deletePreset(preset) {
 // ---------- project settings ----------
 
 async function loadProjectSettings() {
-  if (!state.project) return;
+  if (!state.project) return false;
   renderProject();
   loadPresets();
   loadUsage(state.project, state.user);
+  const project = state.project.id;
   const found = await attempt("load the members", () => get(projectPath("/members")));
-  if (!found) return;
+  if (!found || !state.project || state.project.id !== project) return false; // another project is open now
   const owner = isOwner();
   $("member-list").replaceChildren(
     ...found.members.map((member) => {
@@ -921,7 +974,7 @@ async function loadProjectSettings() {
           send("PUT", projectPath(`/members/${enc(member.userId)}`), { role: role.value }),
         );
         if (!changed) role.value = member.role;
-        loadProjectSettings();
+        if (await loadProjectSettings()) focusMember(member.userId);
       });
       return el(
         "li",
@@ -932,12 +985,19 @@ async function loadProjectSettings() {
       );
     }),
   );
+  return true;
 }
 
 async function removeMember(userId) {
   if (!(await confirmed(`Remove ${userId} from ${state.project.name}?`, "Remove"))) return;
   const done = await attempt(`remove ${userId}`, () => send("DELETE", projectPath(`/members/${enc(userId)}`)));
-  if (done !== undefined) loadProjectSettings();
+  if (done !== undefined && (await loadProjectSettings())) focusMember(userId);
+}
+
+/** Focus back on the member's role after the list is drawn again, or on the list's heading. */
+function focusMember(userId) {
+  const found = document.querySelector(`#member-list li[data-user="${CSS.escape(userId)}"] select`);
+  (found || $("members-title")).focus();
 }
 
 async function addMember(event) {
@@ -995,6 +1055,7 @@ async function importFile() {
     showError(new Error(`${file.name} is not JSON.`), "import");
     return;
   }
+  const project = state.project.id; // followed there even if another project opens meanwhile
   const started = await attempt("import", () => send("POST", projectPath("/import"), document_));
   $("import-file").value = "";
   if (!started) return;
@@ -1002,13 +1063,15 @@ async function importFile() {
   while (status && (status.status === "queued" || status.status === "running")) {
     progress.textContent = `Importing: ${status.threadsDone} of ${status.threadsTotal} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets`;
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    status = await attempt("follow the import", () => get(projectPath(`/import/${enc(started.id)}`)));
+    status = await attempt("follow the import", () => get(`/projects/${enc(project)}/import/${enc(started.id)}`));
   }
   if (!status) return;
   const errors = (status.errors || []).length ? ` ${status.errors.length} problems: ${status.errors.map((e) => (typeof e === "string" ? e : e.message || JSON.stringify(e))).join("; ")}` : "";
   progress.textContent = `Import ${status.status}: ${status.threadsDone} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets.${errors}`;
+  if (!state.project || state.project.id !== project) return;
   loadThreads();
   loadMemory();
+  loadPresets(); // the list and the new chat's picker
 }
 
 async function eraseMe() {
@@ -1055,6 +1118,11 @@ function wire() {
     event.preventDefault();
     const text = $("composer-input").value;
     if (!text.trim()) return;
+    if (state.sending) {
+      // One turn at a time: the message waits in the box until the reply has ended.
+      $("composer-wait").hidden = false;
+      return;
+    }
     $("composer-input").value = "";
     sendTurn(text);
   });
@@ -1073,6 +1141,7 @@ function wire() {
     $("nudge").hidden = true;
   });
   $("nudge-new").addEventListener("click", newThreadWithSummary);
+  $("ask-cancel").addEventListener("click", () => $("ask").close("cancel"));
   $("refresh-memory").addEventListener("click", loadMemory);
   $("refresh-context").addEventListener("click", loadContext);
   $("memory-form").addEventListener("submit", addMemory);

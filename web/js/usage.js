@@ -200,7 +200,10 @@ function budgetForm(projectId, member, reload) {
       return;
     }
     showNote(`${member.userId}'s budget is saved.`);
-    reload();
+    await reload();
+    // The list is drawn anew: focus returns to this member's budget, not the page's body.
+    const again = document.querySelector(`#usage-members li[data-user="${CSS.escape(member.userId)}"] summary`);
+    (again || $("usage-title")).focus();
   }
   form.addEventListener("submit", (event) => {
     event.preventDefault();
