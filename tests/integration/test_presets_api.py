@@ -529,3 +529,20 @@ def test_a_preset_name_of_80_characters_is_kept_and_one_of_81_is_422(
     assert kept.body["name"] == "n" * 80
     assert over.status == 422
     assert over.body["error"]["details"][0]["field"] == "name"
+
+
+@pytest.mark.parametrize("cleared", [{}, None], ids=["empty", "null"])
+def test_a_project_s_settings_are_dropped_by_null_as_a_thread_s_are(
+    alice: Api, make_project: MakeProject, cleared: dict[str, Any] | None
+) -> None:
+    # Given a project with default settings
+    project = make_project(alice)
+    set_ = alice.patch(f"/projects/{project}", {"settings": {"maxTokens": 500}})
+    assert set_.body["settings"]["maxTokens"] == 500
+    # When its settings are given as {} or null
+    reply = alice.patch(f"/projects/{project}", {"settings": cleared})
+    # Then it sets none, as a thread's PATCH with null drops its overrides
+    assert reply.status == 200, reply
+    assert reply.body["settings"]["maxTokens"] is None
+    # And a PATCH naming nothing is still a 422
+    assert alice.patch(f"/projects/{project}", {}).status == 422

@@ -105,11 +105,14 @@ class UpdateProjectRequest(Body):
     settings: SettingsBody | None = Field(
         default=None,
         description="The project's default settings, replacing the previous ones: every "
-        "thread follows them unless its preset or itself sets a setting.",
+        "thread follows them unless its preset or itself sets a setting. {} or null sets "
+        "none, as null drops a thread's overrides.",
     )
 
     @model_validator(mode="after")
     def _something_to_change(self) -> UpdateProjectRequest:
+        if "settings" in self.model_fields_set and self.settings is None:
+            self.settings = SettingsBody()
         if self.name is None and self.context is None and self.settings is None:
             raise ValueError("give a name, a context or settings to change")
         return self
