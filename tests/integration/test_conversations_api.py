@@ -408,6 +408,37 @@ def test_a_cursor_from_the_archived_list_is_refused_on_the_live_list(
     assert alice.get(base, query=f"archived=true&cursor={live_cursor}").status == 422
 
 
+def test_a_list_cursor_pages_only_the_list_it_was_issued_for(
+    alice: Api, bob: Api, make_project: Callable[..., str]
+) -> None:
+    # Given alice's threads in two projects, bob's in the first, and a cursor into each list
+    first = make_project(alice, {bob: "editor"})
+    second = make_project(alice)
+    for api, project in ((alice, first), (alice, first), (alice, second), (alice, second)):
+        start(api, project)
+    for _ in range(2):
+        start(bob, first)
+    alices_first = alice.get(f"/projects/{first}/conversations", query="limit=1").body
+    alices_second = alice.get(f"/projects/{second}/conversations", query="limit=1").body
+    bobs_first = bob.get(f"/projects/{first}/conversations", query="limit=1").body
+    # When each is used on a list it was not issued for, then it is a 422
+    for api, project, cursor in (
+        (alice, first, alices_second["nextCursor"]),
+        (alice, first, bobs_first["nextCursor"]),
+        (bob, first, alices_first["nextCursor"]),
+    ):
+        reply = api.get(f"/projects/{project}/conversations", query=f"cursor={cursor}")
+        assert reply.status == 422, reply
+        assert reply.body["error"]["details"] == [
+            {"field": "cursor", "message": "from another list"}
+        ]
+    # And on its own list it pages on
+    own = alice.get(
+        f"/projects/{first}/conversations", query=f"cursor={alices_first['nextCursor']}"
+    )
+    assert own.status == 200 and len(own.body["conversations"]) == 1
+
+
 def test_an_edited_list_cursor_is_a_422(alice: Api, make_project: Callable[..., str]) -> None:
     project = make_project(alice)
     base = f"/projects/{project}/conversations"

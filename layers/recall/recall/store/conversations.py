@@ -19,6 +19,7 @@ item has no ``recency``, so the index never holds it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -242,14 +243,17 @@ class ConversationStore:
             "Limit": limit,
             "ConsistentRead": consistent,
         }
+        prefix = ARCHIVED if archived else LIVE
+        this_list = _list_tag(owner, prefix)
         if cursor:
-            start = decode_cursor(cursor, {"recency", "conversationId"})
-            prefix = ARCHIVED if archived else LIVE
+            start = decode_cursor(cursor, {"list", "recency", "conversationId"})
             if not (
-                start["recency"].startswith(prefix)
+                start.pop("list") == this_list
+                and start["recency"].startswith(prefix)
                 and start["recency"].endswith(f"#{start['conversationId']}")
             ):
-                # DynamoDB refuses a start key outside the query's range (moto does not)
+                # DynamoDB refuses a start key outside the query's range (moto does not);
+                # one of another user's or project's list would page this one by position.
                 raise Invalid(
                     "The cursor belongs to another list; start again without it.",
                     [{"field": "cursor", "message": "from another list"}],
@@ -262,7 +266,11 @@ class ConversationStore:
         if last:
             values = from_item(last)
             next_cursor = encode_cursor(
-                {"recency": values["recency"], "conversationId": values["conversationId"]}
+                {
+                    "list": this_list,
+                    "recency": values["recency"],
+                    "conversationId": values["conversationId"],
+                }
             )
         return rows, next_cursor
 
@@ -565,3 +573,9 @@ class ConversationStore:
 def _missing_if_conflict(exc: ClientError) -> Exception:
     error = translate(exc)
     return NotFound("No such conversation.") if isinstance(error, Conflict) else error
+
+
+def _list_tag(owner: str, prefix: str) -> str:
+    """Which list a cursor was issued for (the caller, the project, live or archived),
+    without saying it: a short hash, checked when the cursor comes back."""
+    return hashlib.sha256(f"{owner}|{prefix}".encode()).hexdigest()[:16]
