@@ -442,3 +442,24 @@ def test_focus_stays_on_what_was_changed_after_the_list_is_drawn_again(
     page.wait_for_load_state("networkidle")
     # Then focus is on that member's budget
     expect(page.get_by_label("Budget of bob")).to_be_focused()
+
+
+def test_a_member_demoted_while_the_page_is_open_sees_the_new_role_after_the_first_refusal(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an editor's page open on a shared project
+    owner = api(f"owner-of-{user}")
+    project = seed_project(owner, "Shared shop")
+    assert owner.put(f"/projects/{project}/members/{user}", {"role": "editor"}).status == 201
+    sign_in(page, console, user)
+    expect(page.locator("#who-role")).to_have_text("editor")
+    # When the owner makes them a viewer, and they send a message
+    assert owner.put(f"/projects/{project}/members/{user}", {"role": "viewer"}).status == 200
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    # Then the refusal shows, and the page now says what a viewer may do, without a reload
+    expect(page.locator(".message.assistant.failed")).to_have_count(1)
+    expect(page.locator("#who-role")).to_have_text("viewer")
+    expect(composer(page)).to_be_disabled()
+    expect(page.locator("#composer-reason")).to_contain_text("You are a viewer")
+    expect(page.locator("#project-select option:checked")).to_have_text("Shared shop (viewer)")

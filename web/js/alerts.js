@@ -22,12 +22,19 @@ export function showNote(words) {
   setTimeout(() => note.remove(), 6000);
 }
 
-/** Run an action, and say in words what failed; returns undefined on failure. */
+/** Run an action, and say in words what failed; returns undefined on failure. A refusal
+ * (403) may mean the person's role changed since the page read it: the page hears of it. */
 export async function attempt(doing, action) {
   try {
     return await action();
   } catch (error) {
     showError(error, doing);
+    if (error instanceof ApiError && error.status === 403) refused();
     return undefined;
   }
+}
+
+/** Tell the page an action was refused (403), so it reads the person's role again. */
+export function refused() {
+  document.dispatchEvent(new CustomEvent("recall:refused"));
 }

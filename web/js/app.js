@@ -1,6 +1,6 @@
 // The console: projects, threads, the chat, memory, the model's view and usage, over the API.
 import { config } from "../config.js";
-import { attempt, showError, showNote } from "./alerts.js";
+import { attempt, refused, showError, showNote } from "./alerts.js";
 import { ApiError, enc, get, request, send } from "./api.js";
 import { $, el, when } from "./dom.js";
 import * as session from "./session.js";
@@ -192,6 +192,28 @@ function leaveProject() {
   $("member-list").replaceChildren();
   $("import-progress").textContent = "";
   loadContext();
+}
+
+/** After a refusal, the open project's role as the API has it now: the controls follow a
+ * demotion (or a promotion) without a reload, and a project the person left drops out. */
+async function refreshRole() {
+  const project = state.project;
+  if (!project) return;
+  let fresh;
+  try {
+    fresh = await get(`/projects/${enc(project.id)}`);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 403 && state.project === project) {
+      await attempt("load your projects", () => loadProjects());
+    }
+    return;
+  }
+  if (state.project !== project || fresh.role === project.role) return;
+  project.role = fresh.role;
+  const option = [...$("project-select").options].find((one) => one.value === project.id);
+  if (option) option.textContent = `${project.name} (${project.role})`;
+  renderProject();
+  if (state.conversation) renderThreadHead();
 }
 
 function setReason(node, reason) {
@@ -492,6 +514,7 @@ async function sendTurn(text, retry) {
     },
     error(error) {
       finished();
+      if (error.status === 403) refused();
       reply.classList.add("failed");
       reply.dataset.status = "failed";
       reply.dataset.code = error.code || "error";
@@ -1159,6 +1182,7 @@ function wire() {
   });
   $("thread-follow").addEventListener("click", () => saveThreadSettings(null));
   wireUsage(() => state.project && loadUsage(state.project, state.user));
+  document.addEventListener("recall:refused", refreshRole);
   for (const button of document.querySelectorAll("[data-go]")) {
     button.addEventListener("click", () => go(button.dataset.go));
   }
