@@ -196,6 +196,50 @@ def test_a_thread_without_a_window_start_reads_its_window_from_history(
     assert [m.text for m in sent if m.role == "user"] == ["first", "second", "third"]
 
 
+class ToolsInEveryRound:
+    """A model that calls a tool in every round it may, then replies; keeps how many of the
+    thread's messages each turn's first request carried (the window)."""
+
+    def __init__(self) -> None:
+        self.windows: list[int] = []
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        last = request.messages[-1]
+        if not last.tool_results:
+            self.windows.append(len(request.messages) - 1)
+        if not request.tools:
+            return ModelReply(text=f"Reply {len(self.windows)}.", stop_reason="end_turn")
+        call = ToolCall(
+            id=f"t{len(self.windows)}-{len(last.tool_results)}",
+            name="save_preference",
+            input={"key": "tone", "value": "warm", "category": "brand"},
+        )
+        return ModelReply(tool_calls=[call], stop_reason="tool_use")
+
+
+@pytest.mark.parametrize("windowless", [False, True], ids=["with-start", "without-start"])
+def test_turns_of_many_tool_rounds_still_send_a_whole_window(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None], windowless: bool
+) -> None:
+    # Given a model that takes every tool round it may on every turn (six messages a turn)
+    model = ToolsInEveryRound()
+    use_provider(model)
+    project = make_project(alice)
+    thread = say(alice, project, "turn 0").body["conversation"]["id"]
+    settings = get_settings()
+    # When the thread grows past a whole window of such turns
+    for n in range(1, settings.window_messages + settings.window_evict_step):
+        if windowless:
+            _set_on_thread(alice.sub or "", project, thread, "REMOVE #windowStart")
+        assert say(alice, project, f"turn {n}", thread).status == 200
+    # Then every turn sent at least WINDOW_MESSAGES of the thread once it had them
+    least = settings.window_messages
+    assert all(seen >= min(least, 2 * turn) for turn, seen in enumerate(model.windows)), (
+        model.windows
+    )
+    assert model.windows[-1] >= least
+
+
 def test_a_cleared_marker_holds_for_a_thread_without_a_window_start(
     alice: Api, make_project: MakeProject, recorder: Recorder
 ) -> None:

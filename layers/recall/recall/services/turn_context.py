@@ -31,7 +31,7 @@ from recall.domain.ids import is_id, new_id
 from recall.domain.memory import render_memory_block
 from recall.domain.messages import Message
 from recall.domain.presets import EffectiveSettings, PresetCopy
-from recall.domain.session import window_of
+from recall.domain.session import belongs_in_window, window_of
 from recall.domain.turns import LATEST
 from recall.domain.usage import MemberUsage, over_budget, refusal_message
 from recall.errors import BudgetExceeded, NotFound
@@ -196,18 +196,23 @@ class TurnContextLoader:
         newest messages (read here when not given). A page read beside the thread may
         predate the turn the thread has already counted (the two reads are not one
         snapshot); then it is read again, after the thread, which is rare and costs one more
-        round trip. A window larger than the page (a thread whose settings keep more than
-        the default) is read again too, with room for it."""
+        round trip. A full page that does not reach back to the window's start is read
+        again too, as far as a window can span: a window larger than the default (a thread
+        whose settings keep more), or turns of several tool rounds or failed replies, which
+        the window leaves out."""
         ids = (conversation.user_id, conversation.project_id, conversation.conversation_id)
         settings = self._settings
         size = settings.window_messages if size is None else size
-        room = size + settings.window_page_messages - settings.window_messages
+        read = settings.window_page_messages
         if newest is None or _behind(newest, conversation.last_message_id):
-            newest = self._newest(*ids, max(room, settings.window_page_messages))
-        if room > len(newest) == settings.window_page_messages and _short(
-            newest, conversation.window_start
-        ):
-            newest = self._newest(*ids, room)
+            read = max(size + read - settings.window_messages, read)
+            newest = self._newest(*ids, read)
+        # A turn is its user message, up to TOOL_ROUNDS_MAX tool rounds and its reply, and
+        # at least one of them belongs in the window.
+        most = size + max(settings.window_evict_step, 0)
+        span = most * (2 + settings.tool_rounds_max)
+        if read < span and len(newest) == read and _short(newest, conversation, size, most):
+            newest = self._newest(*ids, span)
         return window_of(
             newest,
             conversation.window_start,
@@ -287,6 +292,17 @@ def _behind(newest: list[Message], last_message_id: str | None) -> bool:
     return not newest or newest[-1].message_id < last_message_id
 
 
-def _short(newest: list[Message], window_start: str | None) -> bool:
-    """Whether a full page of newest messages may not reach back to the window's start."""
-    return window_start is None or (bool(newest) and newest[0].message_id > window_start)
+def _short(newest: list[Message], conversation: Conversation, size: int, most: int) -> bool:
+    """Whether a full page of newest messages may miss some of the window: it reaches back
+    neither to the clear-context marker nor to the window's start, and holds fewer of the
+    messages that belong in a window than a window can (``most``; ``size`` for a thread
+    without a start, which takes its newest ``size``)."""
+    if not newest:
+        return False
+    first = newest[0].message_id
+    if conversation.cleared_after is not None and first <= conversation.cleared_after:
+        return False
+    held = sum(belongs_in_window(message) for message in newest)
+    if conversation.window_start is None:
+        return held < size
+    return first > conversation.window_start and held < most
