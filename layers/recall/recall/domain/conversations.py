@@ -45,6 +45,9 @@ class Conversation(BaseModel):
     window_start: str | None = None
     # The newest message a turn saved: the window read beside this item must reach it.
     last_message_id: str | None = None
+    # When the last turn was saved: a session starts after SESSION_IDLE_SECONDS without
+    # one. Not ``updated_at``, which a rename or an archive moves too.
+    last_turn_at: str | None = None
 
 
 DEFAULT_TITLE = "New conversation"

@@ -191,12 +191,11 @@ class ChatService:
                 settings.window_max_bytes,
                 settings.window_evict_step,
             )
-            # A turn on a new thread, or on one idle past the session's idle time, starts a
-            # session: one more toward the consolidation gate.
-            started = (
-                conversation.message_count == 0
-                or now - clock.parse(conversation.updated_at) >= idle
-            )
+            # A turn on a new thread, or on one without a turn for the session's idle time,
+            # starts a session: one more toward the consolidation gate. A thread saved
+            # before turns were stamped goes by its updatedAt.
+            last_turn = conversation.last_turn_at or conversation.updated_at
+            started = conversation.message_count == 0 or now - clock.parse(last_turn) >= idle
             # A turn the client is told failed keeps no memory its tools asked for.
             changes = memory.changes() if exchange.failure is None else []
             written = (

@@ -365,6 +365,7 @@ class ConversationStore:
             "#recency": "recency",
             "#model": "model",
             "#lastMessageId": "lastMessageId",
+            "#lastTurnAt": "lastTurnAt",
             "#messageCount": "messageCount",
             "#turnCount": "turnCount",
         }
@@ -383,7 +384,7 @@ class ConversationStore:
         }
         assignments = (
             "SET #updatedAt = :updatedAt, #recency = :recency, #model = :model,"
-            " #version = :next, #lastMessageId = :last"
+            " #version = :next, #lastMessageId = :last, #lastTurnAt = :updatedAt"
         )
         if window_start is None:
             window = " REMOVE #windowStart"
