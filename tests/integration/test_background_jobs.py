@@ -438,6 +438,27 @@ def test_a_forbidden_entry_stays_unless_a_newer_one_explicitly_contradicts_it() 
     assert "no_stock_photos" not in recall.entries(later + SECOND)
 
 
+def test_consolidation_keeps_both_saves_of_a_forbidden_rule() -> None:
+    # Given one forbidden rule saved twice, and a preference saying the same
+    recall = Recall()
+    recall.write(entry("no_stock_photos", "never use stock photos", Category.FORBIDDEN))
+    recall.write(
+        entry("avoid_stock_photos", "Never use stock photos.", Category.FORBIDDEN), NOW + SECOND
+    )
+    recall.write(entry("stock_photos", "Never use stock photos!"), NOW + SECOND)
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    # When
+    consolidate(recall, NOW + 2 * SECOND)
+    # Then both forbidden entries stand; only the preference was merged away
+    after = recall.entries(NOW + 2 * SECOND)
+    assert {"no_stock_photos", "avoid_stock_photos"} <= set(after)
+    assert "stock_photos" not in after
+    for key in ("no_stock_photos", "avoid_stock_photos"):
+        history = recall.memories.history(recall.user, recall.project, key, None)
+        assert [r.action for r in history] == [Action.CREATED]
+
+
 def test_consolidation_drops_the_least_useful_entries_down_to_the_cap() -> None:
     # Given 53 entries where the cap is 50 (written while a looser cap allowed them)
     loose = Recall(memory_cap=60)
