@@ -351,6 +351,29 @@ def test_four_entries_are_one_too_few_to_consolidate() -> None:
     assert recall.consolidation.run(job, NOW).ran is True
 
 
+def test_expired_entries_not_yet_deleted_do_not_count_towards_five() -> None:
+    # Given four entries and three that expired but the expire job has not deleted yet
+    recall = Recall()
+    job = ConsolidateJob(user_id=recall.user, project_id=recall.project)
+    expired = clock.stamp(NOW - timedelta(hours=1))
+    earlier = NOW - timedelta(hours=2)
+    for n in range(4):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"), earlier)
+    for n in range(3):
+        recall.write(entry(f"sale_{n}", f"summer sale banner {n}", expires_at=expired), earlier)
+    recall.start_sessions(3)
+    # When
+    report = recall.consolidation.run(job, NOW)
+    # Then nothing is claimed: the day and the three sessions are still there to use
+    assert report.ran is False
+    meta = recall.memories.meta(recall.user, recall.project)
+    assert meta.last_consolidation_at is None
+    assert meta.sessions_since_consolidation == 3
+    # And a fifth active entry is enough, with no new session
+    recall.write(entry("rule_last", "one more distinct standing rule"))
+    assert recall.consolidation.run(job, NOW).ran is True
+
+
 def test_a_session_schedules_consolidation_and_a_refused_slot_moves_the_schedule() -> None:
     recall = Recall()
     job = ConsolidateJob(user_id=recall.user, project_id=recall.project)
@@ -436,6 +459,27 @@ def test_a_forbidden_entry_stays_unless_a_newer_one_explicitly_contradicts_it() 
     recall.write(entry("use_stock_photos", "Use stock photos.", Category.PREFERENCES), later)
     consolidate(recall, later + SECOND)
     assert "no_stock_photos" not in recall.entries(later + SECOND)
+
+
+def test_consolidation_keeps_both_saves_of_a_forbidden_rule() -> None:
+    # Given one forbidden rule saved twice, and a preference saying the same
+    recall = Recall()
+    recall.write(entry("no_stock_photos", "never use stock photos", Category.FORBIDDEN))
+    recall.write(
+        entry("avoid_stock_photos", "Never use stock photos.", Category.FORBIDDEN), NOW + SECOND
+    )
+    recall.write(entry("stock_photos", "Never use stock photos!"), NOW + SECOND)
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    # When
+    consolidate(recall, NOW + 2 * SECOND)
+    # Then both forbidden entries stand; only the preference was merged away
+    after = recall.entries(NOW + 2 * SECOND)
+    assert {"no_stock_photos", "avoid_stock_photos"} <= set(after)
+    assert "stock_photos" not in after
+    for key in ("no_stock_photos", "avoid_stock_photos"):
+        history = recall.memories.history(recall.user, recall.project, key, None)
+        assert [r.action for r in history] == [Action.CREATED]
 
 
 def test_consolidation_drops_the_least_useful_entries_down_to_the_cap() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from recall.domain import clock
 from recall.domain.ids import new_id
-from recall.domain.memory import Category, MemoryEntry
+from recall.domain.memory import Category, MemoryEntry, Source
 from recall.settings import get_settings
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
@@ -51,6 +51,15 @@ def start_sessions(upkeep: MemoryUpkeep, me: Caller, count: int) -> None:
         )
 
 
+def claim_consolidation(upkeep: MemoryUpkeep, store: MemoryStore, me: Caller, at: datetime) -> bool:
+    """Claim as the consolidation job does: with the persistent entries it read at ``at``."""
+    held = store.held(me.user, me.project, None, at)
+    active = len(held.persistent)
+    return upkeep.claim_consolidation(
+        me.user, me.project, at, active=active, expired=len(held.items) - active
+    )
+
+
 def test_only_one_worker_claims_extraction_within_the_cooldown(
     store: MemoryStore, upkeep: MemoryUpkeep, me: Caller
 ) -> None:
@@ -74,7 +83,7 @@ def test_consolidation_is_claimed_only_when_all_three_gates_pass(
     assert gap == timedelta(hours=24)
 
     def claim(at: datetime) -> bool:
-        return upkeep.claim_consolidation(me.user, me.project, at)
+        return claim_consolidation(upkeep, store, me, at)
 
     # Given too few sessions and memories
     assert claim(NOW) is False
@@ -111,9 +120,54 @@ def test_the_gates_are_the_numbers_the_store_was_given(store: MemoryStore, me: C
     assert upkeep.claim_extraction(me.user, me.project, NOW + timedelta(seconds=60)) is True
     # When / Then: consolidation needs one session and one memory, then two minutes
     store.write(me.user, me.project, entry("tone"), NOW)
-    assert upkeep.claim_consolidation(me.user, me.project, NOW) is False
+    assert claim_consolidation(upkeep, store, me, NOW) is False
     start_sessions(upkeep, me, 1)
-    assert upkeep.claim_consolidation(me.user, me.project, NOW) is True
+    assert claim_consolidation(upkeep, store, me, NOW) is True
     start_sessions(upkeep, me, 1)
-    assert upkeep.claim_consolidation(me.user, me.project, NOW + timedelta(seconds=119)) is False
-    assert upkeep.claim_consolidation(me.user, me.project, NOW + timedelta(seconds=120)) is True
+    assert claim_consolidation(upkeep, store, me, NOW + timedelta(seconds=119)) is False
+    assert claim_consolidation(upkeep, store, me, NOW + timedelta(seconds=120)) is True
+
+
+def test_expired_entries_the_expire_job_has_not_deleted_do_not_count_for_consolidation(
+    store: MemoryStore, upkeep: MemoryUpkeep, me: Caller
+) -> None:
+    # Given four entries and three more that expired an hour ago, still stored
+    settings = get_settings()
+    expires = clock.stamp(NOW - timedelta(hours=1))
+    for index in range(settings.consolidate_min_memories - 1):
+        store.write(me.user, me.project, entry(f"m{index}"), NOW - timedelta(hours=2))
+    for index in range(3):
+        gone = entry(f"sale{index}").model_copy(update={"expires_at": expires})
+        store.write(me.user, me.project, gone, NOW - timedelta(hours=2))
+    start_sessions(upkeep, me, settings.consolidate_min_sessions)
+    assert store.meta(me.user, me.project).persistent_count == 7
+    # When / Then: the slot is refused and the gates are as they were
+    assert claim_consolidation(upkeep, store, me, NOW) is False
+    meta = store.meta(me.user, me.project)
+    assert meta.last_consolidation_at is None
+    assert meta.sessions_since_consolidation == settings.consolidate_min_sessions
+    # And a fifth active entry opens it
+    store.write(me.user, me.project, entry("m_last"), NOW)
+    assert claim_consolidation(upkeep, store, me, NOW) is True
+
+
+def test_an_entry_deleted_after_the_read_counts_against_the_consolidation_gate(
+    store: MemoryStore, upkeep: MemoryUpkeep, me: Caller
+) -> None:
+    # Given five entries and one expired, read by a worker, then one entry deleted
+    settings = get_settings()
+    expires = clock.stamp(NOW - timedelta(hours=1))
+    for index in range(settings.consolidate_min_memories):
+        store.write(me.user, me.project, entry(f"m{index}"), NOW - timedelta(hours=2))
+    gone = entry("sale").model_copy(update={"expires_at": expires})
+    store.write(me.user, me.project, gone, NOW - timedelta(hours=2))
+    start_sessions(upkeep, me, settings.consolidate_min_sessions)
+    read = store.held(me.user, me.project, None, NOW)
+    store.delete(me.user, me.project, "m0", None, Source.EXPLICIT, NOW)
+    # When the worker claims with what it read
+    claimed = upkeep.claim_consolidation(
+        me.user, me.project, NOW, active=len(read.persistent), expired=1
+    )
+    # Then four active entries are one too few, though the counter says five
+    assert claimed is False
+    assert store.meta(me.user, me.project).persistent_count == 5

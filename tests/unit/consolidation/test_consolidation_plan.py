@@ -141,6 +141,31 @@ def test_a_forbidden_entry_is_never_merged_away_into_a_preference() -> None:
     ]
 
 
+def test_a_forbidden_rule_saved_twice_stays_twice() -> None:
+    # Given one forbidden rule saved under two keys, in nearly the same words
+    first = entry("no_stock_photos", "never use stock photos", Category.FORBIDDEN, days_ago=9)
+    second = entry("avoid_stock_photos", "Never use stock photos.", Category.FORBIDDEN, days_ago=1)
+    # When / Then: neither is deleted, whichever way round they are read
+    assert plan([first, second]).is_empty
+    assert plan([second, first]).is_empty
+
+
+def test_a_merge_deletes_the_preference_copy_of_a_forbidden_rule_and_no_forbidden_copy() -> None:
+    # Given a rule saved twice as forbidden (one extracted) and once more as a preference
+    rule = entry("no_stock_photos", "never use stock photos", Category.FORBIDDEN, days_ago=9)
+    again = entry(
+        "avoid_stock_photos", "Never use stock photos.", Category.FORBIDDEN, EXTRACTED, days_ago=1
+    )
+    preference = entry("stock_photos", "Never use stock photos!", days_ago=0.5)
+    entries = [rule, again, preference]
+    # When
+    result = plan(entries)
+    # Then only the preference goes, merged into a forbidden entry
+    assert [(a.step, a.deleted) for a in result.actions] == [(ConsolidationStep.MERGE, preference)]
+    assert result.actions[0].kept in (rule, again)
+    assert survivors(entries) == ["avoid_stock_photos", "no_stock_photos"]
+
+
 def test_the_same_short_value_under_unrelated_keys_is_not_merged() -> None:
     entries = [entry("header_color", "dark navy"), entry("header_font", "dark navy")]
     assert plan(entries).is_empty
@@ -503,16 +528,12 @@ def test_any_memory_is_consolidated_once_for_all_without_new_words(
     assert len(kept) <= cap or all(e.category == Category.FORBIDDEN for e in kept)
     for action in result.actions:
         gone = action.deleted
-        # A forbidden entry goes only for a strictly newer entry that opposes it,
-        # or merged into another forbidden entry
+        # A forbidden entry goes only for a strictly newer entry that opposes it
         if gone.category == Category.FORBIDDEN:
+            assert action.step is ConsolidationStep.RESOLVE
             assert action.kept is not None
-            if action.step is ConsolidationStep.RESOLVE:
-                assert action.kept.updated_at > gone.updated_at
-                assert opposed(action.kept, gone)
-            else:
-                assert action.step is ConsolidationStep.MERGE
-                assert action.kept.category == Category.FORBIDDEN
+            assert action.kept.updated_at > gone.updated_at
+            assert opposed(action.kept, gone)
         # An explicit entry is never pruned, and never gives way to a background one
         if gone.source == EXPLICIT:
             assert action.step in {

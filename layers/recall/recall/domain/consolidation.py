@@ -12,7 +12,9 @@ word for word, so nobody's memory says something they did not say. Expired entri
 1. MERGE duplicates: of each set of duplicates ONE entry stays as it is, the others are
    deleted into it. The one that stays is forbidden before any other category (a rule
    against something is never merged away into a softer entry), then explicit, then the
-   newest, then the first key.
+   newest, then the first key. A forbidden entry is never deleted as a duplicate, not even
+   of another forbidden entry: a rule saved twice stays twice, since a forbidden entry goes
+   only on an explicit contradiction (step 2).
 2. RESOLVE contradictions in favour of the newer entry (``updated_at``). Two entries
    contradict when they have the same subject and different values, or when they are
    opposed (do vs don't) and the subject words of one value contain the other's: "never
@@ -143,6 +145,9 @@ def _merge(entries: list[MemoryEntry]) -> list[ConsolidationAction]:
             continue
         for other in order:
             if other.key == kept.key or other.key in gone or not duplicates(kept, other):
+                continue
+            # A forbidden copy of a rule is still a rule: only a contradiction removes it
+            if other.category == Category.FORBIDDEN:
                 continue
             gone.add(other.key)
             actions.append(

@@ -49,10 +49,16 @@ class ConsolidationService:
         return len(jobs), queued
 
     def run(self, job: ConsolidateJob, now: datetime) -> ConsolidationReport:
-        if not self._upkeep.claim_consolidation(job.user_id, job.project_id, now):
-            return ConsolidationReport(False, self._not_yet(job, now))
+        # Read before the claim: the memory gate counts unexpired entries, which only this
+        # read tells apart from expired ones the expire job has not deleted yet
+        held = self._memories.held(job.user_id, job.project_id, None, now)
+        entries = held.persistent
+        expired = len(held.items) - len(entries)
+        if not self._upkeep.claim_consolidation(
+            job.user_id, job.project_id, now, active=len(entries), expired=expired
+        ):
+            return ConsolidationReport(False, self._not_yet(job, now, len(entries)))
         settings = self._settings
-        entries, _ = self._memories.active(job.user_id, job.project_id, None, now)
         plan = plan_consolidation(
             entries,
             now,
@@ -73,9 +79,10 @@ class ConsolidationService:
         )
         return report
 
-    def _not_yet(self, job: ConsolidateJob, now: datetime) -> str:
+    def _not_yet(self, job: ConsolidateJob, now: datetime, active: int) -> str:
         """Why the slot was refused, and the schedule moved to match: to when the time gate
-        opens, or out until the next session when a count gate holds it."""
+        opens, or out until the next session when a count gate holds it (``active``: the
+        unexpired entries read)."""
         meta = self._memories.meta(job.user_id, job.project_id)
         settings = self._settings
         seen = meta.consolidation_due_at
@@ -83,7 +90,7 @@ class ConsolidationService:
             return "not scheduled"
         counts_pass = (
             meta.sessions_since_consolidation >= settings.consolidate_min_sessions
-            and meta.persistent_count >= settings.consolidate_min_memories
+            and active >= settings.consolidate_min_memories
         )
         opens = self._upkeep.consolidation_opens_at(meta.last_consolidation_at)
         if counts_pass and opens is not None and opens > now:

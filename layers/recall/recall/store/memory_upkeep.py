@@ -116,15 +116,27 @@ class MemoryUpkeep:
             guard,
         )
 
-    def claim_consolidation(self, user_id: str, project_id: str, now: datetime) -> bool:
+    def claim_consolidation(
+        self, user_id: str, project_id: str, now: datetime, *, active: int, expired: int
+    ) -> bool:
         """Take the consolidation slot when the settings' three ``consolidate_min_*`` gates
         pass, resetting the session count and leaving the schedule; of two workers racing,
-        exactly one gets ``True``."""
+        exactly one gets ``True``. Otherwise nothing changes.
+
+        ``active`` and ``expired`` count the persistent entries the caller read, unexpired
+        and expired at ``now``; the memory gate counts only the unexpired ones. The counter
+        on ``META`` also counts expired entries until the expire job deletes them, so the
+        condition asks it for the gate plus the expired entries read: an entry deleted
+        between the read and the claim counts against the gate too. (So does an expired one
+        the expire job deletes meanwhile, which can refuse a slot at exactly the gate; the
+        next session schedules it again.)"""
+        if active < self._consolidate_memories:
+            return False
         return self._update(
             owner_key(user_id, project_id),
             "SET #last = :now, #sessions = :zero REMOVE #dueBucket, #dueAt",
             "(attribute_not_exists(#last) OR #last <= :cutoff)"
-            " AND #sessions >= :minSessions AND #count >= :minMemories",
+            " AND #sessions >= :minSessions AND #count >= :minCounted",
             {
                 "#last": "lastConsolidationAt",
                 "#sessions": _SESSIONS,
@@ -137,7 +149,7 @@ class MemoryUpkeep:
                 ":cutoff": to_value(clock.stamp(now - self._consolidate_gap)),
                 ":zero": to_value(0),
                 ":minSessions": to_value(self._consolidate_sessions),
-                ":minMemories": to_value(self._consolidate_memories),
+                ":minCounted": to_value(self._consolidate_memories + expired),
             },
         )
 
