@@ -181,6 +181,32 @@ def test_memory_entries_are_edited_forgotten_and_their_history_shown(
     assert owner.get(f"/projects/{project}/memories").body["memories"] == []
 
 
+def test_a_long_history_shows_its_latest_changes_and_earlier_ones_on_asking(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an entry changed more often than the API gives in one page
+    owner = api(user)
+    project = seed_project(owner)
+    changes = 105
+    for n in range(changes):
+        body = {"value": f"value {n}", "category": "context"}
+        put = owner.put(f"/projects/{project}/memories/churn", body)
+        assert put.status in (200, 201), put
+    sign_in(page, console, user)
+    entry = page.locator('#memory-list .entry[data-key="churn"]')
+    # When its history is opened
+    entry.get_by_role("button", name="History").click()
+    # Then the latest 100 show, the newest last
+    history = entry.get_by_role("list", name="History of churn")
+    expect(history.locator("li")).to_have_count(100)
+    expect(history.locator("li").last).to_contain_text(f"now: value {changes - 1}")
+    # When the earlier changes are asked for, then the first come above, and no more are left
+    entry.get_by_role("button", name="Earlier changes").click()
+    expect(history.locator("li")).to_have_count(changes)
+    expect(history.locator("li").first).to_contain_text("now: value 0")
+    expect(entry.get_by_role("button", name="Earlier changes")).to_be_hidden()
+
+
 def test_an_entry_is_added_from_the_memory_panel(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:

@@ -714,30 +714,43 @@ async function forgetMemory(entry) {
 }
 
 async function showHistory(entry, node) {
-  const existing = node.querySelector(".history");
+  const existing = node.querySelector(".history-box");
   if (existing) {
     existing.remove();
     return;
   }
-  const found = await attempt("read the entry's history", () => get(projectPath(`/memories/${enc(entry.key)}/history${scopeQuery(entry)}`)));
+  const path = projectPath(`/memories/${enc(entry.key)}/history${scopeQuery(entry)}`);
+  const page = (cursor) => {
+    const more = cursor ? `${path.includes("?") ? "&" : "?"}cursor=${enc(cursor)}` : "";
+    return attempt("read the entry's history", () => get(`${path}${more}`));
+  };
+  const found = await page(null);
   if (!found) return;
-  node.append(
-    el(
-      "ol",
-      { class: "history", "aria-label": `History of ${entry.key}` },
-      found.history.map((record) =>
-        el(
-          "li",
-          { dataset: { action: record.action } },
-          el("strong", {}, record.action),
-          ` ${when(record.at)}`,
-          record.source ? ` · ${record.source}` : "",
-          record.reason ? ` · ${record.reason}` : "",
-          record.oldValue ? el("div", { class: "old" }, `was: ${record.oldValue}`) : null,
-          record.newValue ? el("div", { class: "new" }, `now: ${record.newValue}`) : null,
-        ),
-      ),
-    ),
+  const list = el("ol", { class: "history", "aria-label": `History of ${entry.key}` }, found.history.map(historyItem));
+  // The API gives the latest changes first, a page at a time: earlier ones go above.
+  let cursor = found.nextCursor;
+  const earlier = el("button", { type: "button", class: "earlier" }, "Earlier changes");
+  earlier.hidden = !cursor;
+  earlier.addEventListener("click", async () => {
+    const older = await page(cursor);
+    if (!older) return;
+    list.prepend(...older.history.map(historyItem));
+    cursor = older.nextCursor;
+    earlier.hidden = !cursor;
+  });
+  node.append(el("div", { class: "history-box" }, earlier, list));
+}
+
+function historyItem(record) {
+  return el(
+    "li",
+    { dataset: { action: record.action } },
+    el("strong", {}, record.action),
+    ` ${when(record.at)}`,
+    record.source ? ` · ${record.source}` : "",
+    record.reason ? ` · ${record.reason}` : "",
+    record.oldValue ? el("div", { class: "old" }, `was: ${record.oldValue}`) : null,
+    record.newValue ? el("div", { class: "new" }, `now: ${record.newValue}`) : null,
   );
 }
 
