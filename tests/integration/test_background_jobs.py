@@ -16,7 +16,7 @@ from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
 from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, ScheduledJob, SummarizeJob
 from recall.domain.memory import Action, Category, MemoryEntry, Source
-from recall.domain.messages import Message
+from recall.domain.messages import Message, MessageRole
 from recall.services.consolidation import ConsolidationService
 from recall.services.extraction import ExtractionService, RuleExtractor
 from recall.services.maintenance import Maintenance
@@ -96,11 +96,18 @@ class Recall:
         self.add(conversation, texts, at)
         return conversation
 
-    def add(self, conversation: Conversation, texts: list[str], at: datetime = NOW) -> None:
+    def add(
+        self,
+        conversation: Conversation,
+        texts: list[str],
+        at: datetime = NOW,
+        role: MessageRole | None = None,
+    ) -> None:
+        """Messages alternating user and assistant, or all of ``role``."""
         messages = [
             Message(
                 message_id=new_id(),
-                role="user" if n % 2 == 0 else "assistant",
+                role=role or ("user" if n % 2 == 0 else "assistant"),
                 content=text,
                 created_at=clock.stamp(at),
             )
@@ -162,6 +169,26 @@ def test_extraction_waits_for_a_thread_of_six_messages() -> None:
     [saved] = recall.entries().values()
     assert saved.source == Source.EXTRACTED
     assert "header dark" in saved.value
+
+
+def test_tool_messages_do_not_count_toward_the_six() -> None:
+    # Given five messages of conversation, the last user one stating a rule, and three of
+    # the model's tool messages among them
+    recall = Recall()
+    thread = recall.thread([*chatter(2)])
+    recall.add(thread, ["save_preference header_dark"], role="tool")
+    recall.add(thread, [*chatter(2)])
+    recall.add(thread, ["save_preference a", "save_preference b"], role="tool")
+    recall.add(thread, ["Always keep the header dark."])
+    # When / Then: eight messages, but five of conversation is one too few
+    report = recall.extract(thread)
+    assert (report.ran, report.why) == (False, "the thread is too short")
+    assert recall.memories.meta(recall.user, recall.project).last_extraction_at is None
+    # When the sixth arrives
+    recall.add(thread, ["Noted."], role="assistant")
+    # Then it runs
+    assert recall.extract(thread).ran is True
+    assert "header_dark" in recall.entries()
 
 
 def test_extraction_runs_at_most_once_per_four_hours() -> None:

@@ -40,6 +40,7 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from recall.domain.memory import Category, MemoryEntry, Source, plain_text
+from recall.domain.messages import Message
 
 _NOT_A_WORD = re.compile(r"[^a-z0-9]+")
 _APOSTROPHES = re.compile(r"['’‘`]")
@@ -217,6 +218,12 @@ def newest_first(entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
     """Newest ``updated_at`` first (stamps sort as text), then key: a total order."""
     by_key = sorted(entries, key=lambda entry: entry.key)
     return sorted(by_key, key=lambda entry: entry.updated_at, reverse=True)
+
+
+def spoken(messages: Sequence[Message]) -> int:
+    """The user and assistant messages: what extraction's threshold counts. A tool message
+    is the model's bookkeeping of a memory call, not conversation to learn from."""
+    return sum(1 for message in messages if message.role in ("user", "assistant"))
 
 
 def _decide(

@@ -1,7 +1,8 @@
 """Background extraction: durable memory proposed from a thread's recent turns, compared
 with what is stored, and written where it adds or corrects something. It runs for a user
-and project only once the thread is long enough, and at most once per cooldown (a claim on
-``META`` that exactly one worker wins)."""
+and project only once the thread is long enough (in user and assistant messages: tool
+messages do not count), and at most once per cooldown (a claim on ``META`` that exactly
+one worker wins)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from recall.domain.extraction import (
     ExtractionDecision,
     decide_extraction,
     entry_to_write,
+    spoken,
 )
 from recall.domain.jobs import ExtractJob
 from recall.domain.memory import Category, MemoryEntry, Source, check_key, check_value
@@ -195,23 +197,21 @@ class ExtractionService:
         """With ``projects``, every write checks the user is still a member, so a job
         queued before their erasure writes nothing back (``Forbidden``, then the thread
         is gone on the retry). A thread whose settings stopped sending memory since the
-        job was queued (its own, its preset's or its project's) is not learnt from."""
+        job was queued (its own, its preset's or its project's) is not learnt from.
+
+        Long enough means ``extract_min_messages`` user and assistant messages among those
+        it reads (the last ``extract_recent_messages`` since the clear-context marker),
+        counted before the claim, so a thread too short spends no cooldown."""
         settings = self._settings
         conversation = self._conversations.get(job.user_id, job.project_id, job.conversation_id)
         if conversation is None:
             return ExtractionReport(False, "the thread is gone")
+        # Every message counted is an upper bound: below it, nothing needs reading.
         if conversation.message_count < settings.extract_min_messages:
             return ExtractionReport(False, "the thread is too short")
         project = self._projects.get(job.project_id) if self._projects is not None else None
         if not thread_settings(settings, project, conversation).send_memory:
             return ExtractionReport(False, "the thread does not send memory")
-        guard = (
-            self._projects.role_check(job.project_id, job.user_id, Role.VIEWER)
-            if self._projects is not None
-            else None
-        )
-        if not self._upkeep.claim_extraction(job.user_id, job.project_id, now, guard):
-            return ExtractionReport(False, "extraction ran within the cooldown or the user left")
         recent = self._messages.latest_after(
             job.user_id,
             job.project_id,
@@ -219,6 +219,15 @@ class ExtractionService:
             conversation.cleared_after,
             settings.extract_recent_messages,
         )
+        if spoken(recent) < settings.extract_min_messages:
+            return ExtractionReport(False, "the thread is too short")
+        guard = (
+            self._projects.role_check(job.project_id, job.user_id, Role.VIEWER)
+            if self._projects is not None
+            else None
+        )
+        if not self._upkeep.claim_extraction(job.user_id, job.project_id, now, guard):
+            return ExtractionReport(False, "extraction ran within the cooldown or the user left")
         stored, _ = self._memories.active(job.user_id, job.project_id, None, now)
         decisions = decide_extraction(
             self._extractor.propose(
