@@ -15,7 +15,7 @@ from recall.domain import clock
 from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
 from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, ScheduledJob, SummarizeJob
-from recall.domain.memory import Action, Category, MemoryEntry, Source
+from recall.domain.memory import Action, Category, MemoryEntry, Scope, Source
 from recall.domain.messages import Message, MessageRole
 from recall.services.consolidation import ConsolidationService
 from recall.services.extraction import ExtractionService, RuleExtractor
@@ -273,6 +273,41 @@ def test_extraction_records_a_duplicate_as_kept_and_writes_nothing_twice() -> No
     [key] = first
     actions = [r.action for r in recall.memories.history(recall.user, recall.project, key, None)]
     assert actions == [Action.CREATED, Action.KEPT]
+
+
+def test_extraction_leaves_a_rule_the_thread_holds_to_that_thread() -> None:
+    # Given rules saved for one thread alone, and that thread saying them again: one under
+    # the key extraction finds, one in the same words under a key of the user's own
+    recall = Recall()
+    thread = recall.thread([*chatter(4), "Always use a formal tone. Never use emoji.", "Noted."])
+    ids = (recall.user, recall.project)
+    for key, value in (("formal_tone", "formal, please"), ("emoji", "Never use emoji")):
+        recall.write(entry(key, value, scope=Scope.THREAD, conversation_id=thread.conversation_id))
+    # When
+    assert recall.extract(thread).ran is True
+    # Then the project's memory took neither
+    assert recall.entries() == {}
+    # And the thread's entries are as they were, their history saying why
+    _, in_thread = recall.memories.active(*ids, thread.conversation_id, NOW)
+    assert [(e.key, e.value, e.source) for e in in_thread] == [
+        ("emoji", "Never use emoji", Source.EXPLICIT),
+        ("formal_tone", "formal, please", Source.EXPLICIT),
+    ]
+    for key in ("formal_tone", "emoji"):
+        [*_, last] = recall.memories.history(*ids, key, thread.conversation_id)
+        assert last.action == Action.KEPT
+        assert last.reason and "conversation alone" in last.reason
+
+
+def test_a_rule_said_for_this_conversation_alone_is_not_made_project_memory() -> None:
+    # Given a thread whose user scoped a rule to it, with no entry saved for it (the model
+    # did not call its tool, or the user deleted the thread's entry since)
+    recall = Recall()
+    thread = recall.thread([*chatter(4), "For this chat, always use a formal tone.", "Noted."])
+    # When
+    assert recall.extract(thread).ran is True
+    # Then the project's memory does not carry it
+    assert recall.entries() == {}
 
 
 # Rolling summary

@@ -1,5 +1,6 @@
-"""Background extraction after real turns: it waits for enough conversation, not for the
-model's tool bookkeeping."""
+"""Background extraction after real turns: it learns from what the user said, but never
+against what they did with their memory (scoped a rule to one thread), and it waits for
+enough conversation, not for the model's tool bookkeeping."""
 
 from __future__ import annotations
 
@@ -29,6 +30,39 @@ def extract(api: Api, project: str, thread: str) -> None:
 
 def extraction_ran(api: Api, project: str) -> bool:
     return memory_store().meta(api.sub or "", project).last_extraction_at is not None
+
+
+def project_memory(api: Api, project: str) -> dict[str, dict[str, Any]]:
+    listed = api.get(f"/projects/{project}/memories").body["memories"]
+    return {entry["key"]: entry for entry in listed if entry["scope"] == "persistent"}
+
+
+def test_a_rule_for_this_conversation_stays_in_it_after_extraction(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a rule the user scoped to one thread, saved there by the model
+    project = make_project(alice)
+    first = chat(alice, project, "In this conversation, always use a formal tone.")
+    thread = first["conversation"]["id"]
+    assert [(m["key"], m["scope"]) for m in first["memoriesSaved"]] == [("formal_tone", "thread")]
+    # And two more turns stating project rules, so extraction is due
+    chat(alice, project, "Always keep the header dark.", thread)
+    chat(alice, project, "We always ship on Fridays.", thread)
+    # When the worker extracts from the thread
+    extract(alice, project, thread)
+    # Then it ran, and the thread's rule is still the thread's alone
+    assert extraction_ran(alice, project)
+    assert "formal_tone" not in project_memory(alice, project)
+    in_thread = alice.get(f"/projects/{project}/memories", query=f"conversationId={thread}").body[
+        "memories"
+    ]
+    [kept] = [entry for entry in in_thread if entry["key"] == "formal_tone"]
+    assert (kept["scope"], kept["source"]) == ("thread", "explicit")
+    # And another thread's prompt carries the project's rules but not that one
+    other = chat(alice, project, "hello")["conversation"]["id"]
+    block = alice.get(f"/projects/{project}/conversations/{other}/context").body["memoryBlock"]
+    assert "header_dark" in block
+    assert "formal" not in block
 
 
 def test_tool_messages_do_not_make_a_thread_long_enough_to_extract(

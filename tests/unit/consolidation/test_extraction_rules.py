@@ -320,6 +320,37 @@ def test_a_candidate_from_the_chat_model_is_not_a_background_candidate() -> None
         decide([candidate("tone", "warm").model_copy(update={"source": Source.EXPLICIT})])
 
 
+def test_a_candidate_the_thread_holds_by_key_or_by_words_stays_the_threads() -> None:
+    # Given two rules the user saved for one thread alone
+    thread = [
+        MemoryEntry(
+            key=key,
+            value=value,
+            category=Category.BRAND,
+            scope=Scope.THREAD,
+            conversation_id="01JTHREADAAAAAAAAAAAAAAAAA",
+        )
+        for key, value in (("formal_tone", "formal"), ("emoji", "Never use emoji"))
+    ]
+    # When extraction proposes them for the project: one by key, one by its words
+    decisions = decide_extraction(
+        [
+            candidate("formal_tone", "Always use a formal tone"),
+            candidate("no_emoji", "never emoji"),
+        ],
+        [],
+        min_confidence=MIN_CONFIDENCE,
+        max_new=MAX_NEW,
+        thread=thread,
+    )
+    # Then neither is written, each meeting the thread's entry
+    assert [(d.action, d.existing) for d in decisions] == [
+        (ExtractionAction.NONE, thread[1]),
+        (ExtractionAction.NONE, thread[0]),
+    ]
+    assert all("conversation alone" in decision.reason for decision in decisions)
+
+
 def test_no_candidates_means_no_decisions() -> None:
     assert decide([], [stored("tone", "warm")]) == []
 

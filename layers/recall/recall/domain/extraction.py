@@ -2,9 +2,11 @@
 
 Extraction proposes entries (``source=extracted``, with a confidence) from recent turns;
 ``decide_extraction`` turns them into one decision each: ADD a new entry, UPDATE a stored
-one, or NONE with the reason. Consolidation (``recall.domain.consolidation``) compares
-stored entries with the same definitions, so the two never disagree on what a duplicate
-or a contradiction is. The definitions are word rules, deterministic by design:
+one, or NONE with the reason. A candidate the thread holds as a thread entry stops there: the
+user scoped it to this conversation, so it never becomes project memory. Consolidation
+(``recall.domain.consolidation``) compares stored entries with the same definitions, so
+the two never disagree on what a duplicate or a contradiction is. The definitions are
+word rules, deterministic by design:
 
 * Words: a text is lowercased, apostrophes dropped ("don't" is "dont") and split at every
   character that is not a letter or digit. A word is folded: a plural ``-ies`` becomes
@@ -229,8 +231,20 @@ def spoken(messages: Sequence[Message]) -> int:
 def _decide(
     candidate: MemoryEntry,
     stored: Sequence[MemoryEntry],
+    thread: Sequence[MemoryEntry],
 ) -> ExtractionDecision:
     """ADD, UPDATE or NONE for one candidate against the stored entries, before the limit."""
+    for entry in thread:
+        if entry.key == candidate.key or same_value(candidate, entry):
+            return ExtractionDecision(
+                action=ExtractionAction.NONE,
+                candidate=candidate,
+                existing=entry,
+                reason=(
+                    f"held by this conversation alone as {entry.key!r}: a rule the user "
+                    "scoped to one conversation is not made project memory"
+                ),
+            )
     for entry in stored:
         if duplicates(candidate, entry):
             return ExtractionDecision(
@@ -293,14 +307,16 @@ def decide_extraction(
     *,
     min_confidence: float,
     max_new: int,
+    thread: Sequence[MemoryEntry] = (),
 ) -> list[ExtractionDecision]:
     """One decision per candidate, in the order a writer should apply them: highest
     confidence first (ties: the later candidate, from the more recent turns, first).
 
-    ``stored`` is the scope's active entries. A candidate below ``min_confidence`` is
-    NONE (never silently dropped: every candidate has a decision); one that meets a
-    higher-confidence candidate of the batch (same subject, same value, or the same
-    stored entry) is NONE, so no key is written twice; a
+    ``stored`` is the scope's active entries, ``thread`` the thread's own. A candidate
+    below ``min_confidence`` is NONE (never silently dropped: every candidate has a
+    decision); one whose key or value a thread entry holds is NONE, meeting that entry;
+    one that meets a higher-confidence candidate of the batch (same subject, same value,
+    or the same stored entry) is NONE, so no key is written twice; a
     duplicate of a stored entry is NONE; one on the subject of a stored entry UPDATEs
     that entry, unless it is explicit (NONE); otherwise ADD. At most ``max_new`` ADD and
     UPDATE decisions: the rest are NONE with the reason "limit"."""
@@ -326,7 +342,7 @@ def decide_extraction(
                 )
             )
             continue
-        decision = _decide(candidate, stored)
+        decision = _decide(candidate, stored, thread)
         keys = _keys_of(decision)
         better = next(
             (

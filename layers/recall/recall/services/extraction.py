@@ -2,7 +2,7 @@
 with what is stored, and written where it adds or corrects something. It runs for a user
 and project only once the thread is long enough (in user and assistant messages: tool
 messages do not count), and at most once per cooldown (a claim on ``META`` that exactly
-one worker wins)."""
+one worker wins). It never makes project memory of what the thread holds as its own."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from recall.domain.memory_proposals import propose_memories
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
 from recall.domain.usage import Counts
+from recall.domain.utterance_patterns import THREAD_SCOPE
 from recall.errors import Forbidden, Invalid
 from recall.observability import logger, metrics
 from recall.services.presets import thread_settings
@@ -59,7 +60,9 @@ def _candidate(key: str, value: str, category: Category, confidence: float) -> M
 
 
 class RuleExtractor:
-    """Offline: the classifier the offline chat model also uses, over the user's words."""
+    """Offline: the classifier the offline chat model also uses, over the user's words. A
+    statement the user scoped to this conversation ("in this conversation, ...") is theirs
+    for this thread alone, so it proposes nothing for the project."""
 
     def propose(
         self, messages: list[Message], spent: Callable[[Counts], None] | None = None
@@ -69,6 +72,7 @@ class RuleExtractor:
             for message in messages
             if message.role == "user"
             for proposal in propose_memories(message.content)
+            if not THREAD_SCOPE.search(proposal.value.lower().replace("\u2019", "'"))
         ]
 
 
@@ -89,8 +93,10 @@ class ProposedEntries(BaseModel):
 EXTRACTION_INSTRUCTIONS = (
     "Read the conversation and list what the user stated that should be remembered in "
     "later conversations: standing rules, preferences, forbidden things, facts about their "
-    "business and decisions. Leave out questions, one-off requests, small talk and anything "
-    "only about the current reply. Use the user's own words for each value. Call "
+    "business and decisions. Leave out questions, one-off requests, small talk, anything "
+    "only about the current reply and rules the user meant for this conversation alone "
+    '("in this conversation", "for this chat"). '
+    "Use the user's own words for each value. Call "
     f"{RECORD_MEMORIES} once with every entry (an empty list when there is none)."
 )
 
@@ -228,7 +234,9 @@ class ExtractionService:
         )
         if not self._upkeep.claim_extraction(job.user_id, job.project_id, now, guard):
             return ExtractionReport(False, "extraction ran within the cooldown or the user left")
-        stored, _ = self._memories.active(job.user_id, job.project_id, None, now)
+        stored, thread = self._memories.active(
+            job.user_id, job.project_id, job.conversation_id, now
+        )
         decisions = decide_extraction(
             self._extractor.propose(
                 recent,
@@ -237,6 +245,7 @@ class ExtractionService:
             stored,
             min_confidence=settings.extract_min_confidence,
             max_new=settings.extract_max_new,
+            thread=thread,
         )
         report = ExtractionReport(True, "claimed")
         try:
