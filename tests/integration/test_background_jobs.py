@@ -32,6 +32,7 @@ from tests.integration.conftest import session_left_behind
 
 NOW = datetime.fromisoformat("2025-06-02T12:00:00+00:00")
 SECOND = timedelta(seconds=1)
+HOUR = timedelta(hours=1)
 
 
 class Queued:
@@ -308,6 +309,40 @@ def test_a_rule_said_for_this_conversation_alone_is_not_made_project_memory() ->
     assert recall.extract(thread).ran is True
     # Then the project's memory does not carry it
     assert recall.entries() == {}
+
+
+def test_a_rule_the_user_deleted_comes_back_only_when_they_say_it_again() -> None:
+    # Given a rule said, saved, then deleted by the user an hour later
+    recall = Recall()
+    said = NOW - timedelta(hours=2)
+    thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."], said)
+    recall.write(entry("header_dark", "Always keep the header dark"), said)
+    ids = (recall.user, recall.project)
+    assert recall.memories.delete(*ids, "header_dark", None, Source.EXPLICIT, NOW - HOUR)
+    # When extraction reads the thread
+    report = recall.extract(thread)
+    # Then it ran, and the deleted rule stays deleted
+    assert report.ran is True
+    assert recall.entries() == {}
+    # When the user says it again, after the deletion
+    recall.add(thread, ["Always keep the header dark.", "Noted."], NOW)
+    later = NOW + timedelta(seconds=recall.settings.extract_cooldown_seconds)
+    assert recall.extract(thread, later).ran is True
+    # Then extraction remembers it again
+    back = recall.entries(later)["header_dark"]
+    assert (back.value, back.source) == ("Always keep the header dark", Source.EXTRACTED)
+
+
+def test_a_rule_consolidation_removed_can_still_be_extracted() -> None:
+    # Given a rule said, then removed by consolidation (not by the user)
+    recall = Recall()
+    said = NOW - timedelta(hours=2)
+    thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."], said)
+    saved = recall.write(entry("header_dark", "Always keep the header dark"), said)
+    assert recall.memories.retire(recall.user, recall.project, saved, "merged", NOW - HOUR)
+    # When / Then: the deletion was not the user's, so extraction may bring it back
+    assert recall.extract(thread).ran is True
+    assert "header_dark" in recall.entries()
 
 
 # Rolling summary

@@ -1,6 +1,6 @@
 """Background extraction after real turns: it learns from what the user said, but never
-against what they did with their memory (scoped a rule to one thread), and it waits for
-enough conversation, not for the model's tool bookkeeping."""
+against what they did with their memory (scoped a rule to one thread, deleted it), and it
+waits for enough conversation, not for the model's tool bookkeeping."""
 
 from __future__ import annotations
 
@@ -63,6 +63,40 @@ def test_a_rule_for_this_conversation_stays_in_it_after_extraction(
     block = alice.get(f"/projects/{project}/conversations/{other}/context").body["memoryBlock"]
     assert "header_dark" in block
     assert "formal" not in block
+
+
+def test_a_rule_the_user_told_the_model_to_forget_is_not_extracted_again(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a rule saved, then forgotten at the user's word
+    project = make_project(alice)
+    thread = chat(alice, project, "Always keep the header dark.")["conversation"]["id"]
+    forgot = chat(alice, project, "Please forget header_dark", thread)
+    assert forgot["memoriesForgotten"] == ["header_dark"]
+    # And a third turn that makes extraction due, the rule still among the messages it reads
+    chat(alice, project, "We always ship on Fridays.", thread)
+    # When the worker extracts
+    extract(alice, project, thread)
+    # Then it ran, and the forgotten rule stays forgotten
+    assert extraction_ran(alice, project)
+    assert set(project_memory(alice, project)) == {"ship_fridays"}
+
+
+def test_a_rule_the_user_deleted_is_not_extracted_again(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a rule saved in a thread, then deleted from the memory list
+    project = make_project(alice)
+    thread = chat(alice, project, "Always keep the header dark.")["conversation"]["id"]
+    chat(alice, project, "What can you do?", thread)
+    assert alice.delete(f"/projects/{project}/memories/header_dark").status == 204
+    # And a third turn that makes extraction due
+    chat(alice, project, "We always ship on Fridays.", thread)
+    # When the worker extracts
+    extract(alice, project, thread)
+    # Then it ran, and the deleted rule stays deleted
+    assert extraction_ran(alice, project)
+    assert set(project_memory(alice, project)) == {"ship_fridays"}
 
 
 def test_tool_messages_do_not_make_a_thread_long_enough_to_extract(

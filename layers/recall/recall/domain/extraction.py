@@ -2,8 +2,10 @@
 
 Extraction proposes entries (``source=extracted``, with a confidence) from recent turns;
 ``decide_extraction`` turns them into one decision each: ADD a new entry, UPDATE a stored
-one, or NONE with the reason. A candidate the thread holds as a thread entry stops there: the
-user scoped it to this conversation, so it never becomes project memory. Consolidation
+one, or NONE with the reason. Two things the user did stop a candidate whatever it says:
+the thread holds it as a thread entry (the user scoped it to this conversation, so it
+never becomes project memory), or the user deleted its key (a ``DELETE`` or the forget
+tool) after the message it was said in (``deleted_since_said``). Consolidation
 (``recall.domain.consolidation``) compares stored entries with the same definitions, so
 the two never disagree on what a duplicate or a contradiction is. The definitions are
 word rules, deterministic by design:
@@ -35,13 +37,14 @@ word rules, deterministic by design:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 import re
 
 from pydantic import BaseModel, ConfigDict
 
-from recall.domain.memory import Category, MemoryEntry, Source, plain_text
+from recall.domain.clock import parse
+from recall.domain.memory import Action, Category, HistoryRecord, MemoryEntry, Source, plain_text
 from recall.domain.messages import Message
 
 _NOT_A_WORD = re.compile(r"[^a-z0-9]+")
@@ -228,6 +231,38 @@ def spoken(messages: Sequence[Message]) -> int:
     return sum(1 for message in messages if message.role in ("user", "assistant"))
 
 
+def _says(heard: tuple[str, ...], said: tuple[str, ...]) -> bool:
+    """Whether a wording holds another, in order, and not right after a "not" ("don't
+    keep the header dark" does not say "keep the header dark")."""
+    return any(
+        heard[start : start + len(said)] == said and (start == 0 or heard[start - 1] != "not")
+        for start in range(len(heard) - len(said) + 1)
+    )
+
+
+def stated_at(candidate: MemoryEntry, messages: Sequence[Message]) -> str:
+    """When the user last said the candidate: the newest user message whose wording (as
+    ``same_value`` reads it, negatives included) holds the value's. A candidate no
+    message holds word for word (a model's paraphrase) is dated by the oldest message
+    read, so that any deletion since then still wins."""
+    said = value_wording(candidate.value)
+    for message in reversed(messages):
+        if message.role == "user" and _says(value_wording(message.content), said):
+            return message.created_at
+    return messages[0].created_at if messages else ""
+
+
+def deleted_since_said(newest: HistoryRecord | None, said_at: str) -> str | None:
+    """Why a candidate is not written when ``newest``, its key's latest change, is the user
+    deleting it (a ``DELETE`` or the forget tool) at or after ``said_at``; None otherwise.
+    A deletion by consolidation or by expiry stops nothing: the user did not ask for it."""
+    if newest is None or newest.action != Action.DELETED or newest.source != Source.EXPLICIT:
+        return None
+    if said_at and parse(newest.at) < parse(said_at):
+        return None
+    return f"the user deleted {newest.key!r} after it was said: extraction does not bring it back"
+
+
 def _decide(
     candidate: MemoryEntry,
     stored: Sequence[MemoryEntry],
@@ -301,6 +336,10 @@ def _keys_of(decision: ExtractionDecision) -> set[str]:
     return keys
 
 
+def _never_withdrawn(candidate: MemoryEntry) -> str | None:
+    return None
+
+
 def decide_extraction(
     candidates: Sequence[MemoryEntry],
     stored: Sequence[MemoryEntry],
@@ -308,6 +347,7 @@ def decide_extraction(
     min_confidence: float,
     max_new: int,
     thread: Sequence[MemoryEntry] = (),
+    withdrawn: Callable[[MemoryEntry], str | None] = _never_withdrawn,
 ) -> list[ExtractionDecision]:
     """One decision per candidate, in the order a writer should apply them: highest
     confidence first (ties: the later candidate, from the more recent turns, first).
@@ -318,8 +358,12 @@ def decide_extraction(
     one that meets a higher-confidence candidate of the batch (same subject, same value,
     or the same stored entry) is NONE, so no key is written twice; a
     duplicate of a stored entry is NONE; one on the subject of a stored entry UPDATEs
-    that entry, unless it is explicit (NONE); otherwise ADD. At most ``max_new`` ADD and
-    UPDATE decisions: the rest are NONE with the reason "limit"."""
+    that entry, unless it is explicit (NONE); otherwise ADD. An ADD or UPDATE for which
+    ``withdrawn`` gives a reason (the user deleted the candidate's key since) is NONE
+    with it; it is asked only then, within the limit, and never for a key that is stored,
+    so a caller that reads to answer reads at most ``max_new`` times plus once for each
+    candidate it stops. At most ``max_new`` ADD and UPDATE decisions: the rest are NONE
+    with the reason "limit"."""
     if any(candidate.source != Source.EXTRACTED for candidate in candidates):
         raise ValueError("extraction candidates carry source extracted")
     order = sorted(
@@ -368,13 +412,19 @@ def decide_extraction(
                 )
             )
             continue
+        stored_key = decision.existing is not None and decision.existing.key == candidate.key
         if decision.action != ExtractionAction.NONE:
+            why = None if writes >= max_new or stored_key else withdrawn(candidate)
             if writes >= max_new:
                 decision = ExtractionDecision(
                     action=ExtractionAction.NONE,
                     candidate=candidate,
                     existing=decision.existing,
                     reason=f"limit: {max_new} new or changed entries per extraction",
+                )
+            elif why is not None:
+                decision = ExtractionDecision(
+                    action=ExtractionAction.NONE, candidate=candidate, reason=why
                 )
             else:
                 writes += 1

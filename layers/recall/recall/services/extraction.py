@@ -2,7 +2,8 @@
 with what is stored, and written where it adds or corrects something. It runs for a user
 and project only once the thread is long enough (in user and assistant messages: tool
 messages do not count), and at most once per cooldown (a claim on ``META`` that exactly
-one worker wins). It never makes project memory of what the thread holds as its own."""
+one worker wins). It never makes project memory of what the thread holds as its own, nor
+brings back a key the user deleted after saying it."""
 
 from __future__ import annotations
 
@@ -19,11 +20,20 @@ from recall.domain.extraction import (
     ExtractionAction,
     ExtractionDecision,
     decide_extraction,
+    deleted_since_said,
     entry_to_write,
     spoken,
+    stated_at,
 )
 from recall.domain.jobs import ExtractJob
-from recall.domain.memory import Category, MemoryEntry, Source, check_key, check_value
+from recall.domain.memory import (
+    Category,
+    HistoryRecord,
+    MemoryEntry,
+    Source,
+    check_key,
+    check_value,
+)
 from recall.domain.memory_proposals import propose_memories
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
@@ -246,6 +256,7 @@ class ExtractionService:
             min_confidence=settings.extract_min_confidence,
             max_new=settings.extract_max_new,
             thread=thread,
+            withdrawn=self._deleted_by_user(job, recent),
         )
         report = ExtractionReport(True, "claimed")
         try:
@@ -258,6 +269,24 @@ class ExtractionService:
             extra={"decisions": len(decisions), "written": report.written, "kept": report.kept},
         )
         return report
+
+    def _deleted_by_user(
+        self, job: ExtractJob, recent: list[Message]
+    ) -> Callable[[MemoryEntry], str | None]:
+        """Whether the user deleted a candidate's key after saying it: its key's newest
+        history record, one record read per key and only for a candidate about to be
+        written (at most ``extract_max_new`` of them, plus those it stops)."""
+        newest: dict[str, HistoryRecord | None] = {}
+
+        def withdrawn(candidate: MemoryEntry) -> str | None:
+            if candidate.key not in newest:
+                records, _ = self._memories.history_page(
+                    job.user_id, job.project_id, candidate.key, None, 1, None
+                )
+                newest[candidate.key] = records[-1] if records else None
+            return deleted_since_said(newest[candidate.key], stated_at(candidate, recent))
+
+        return withdrawn
 
     def _apply(
         self,
