@@ -15,8 +15,8 @@ from recall.domain import clock
 from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
 from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, ScheduledJob, SummarizeJob
-from recall.domain.memory import Action, Category, MemoryEntry, Source
-from recall.domain.messages import Message
+from recall.domain.memory import Action, Category, MemoryEntry, Scope, Source
+from recall.domain.messages import Message, MessageRole
 from recall.services.consolidation import ConsolidationService
 from recall.services.extraction import ExtractionService, RuleExtractor
 from recall.services.maintenance import Maintenance
@@ -32,6 +32,7 @@ from tests.integration.conftest import session_left_behind
 
 NOW = datetime.fromisoformat("2025-06-02T12:00:00+00:00")
 SECOND = timedelta(seconds=1)
+HOUR = timedelta(hours=1)
 
 
 class Queued:
@@ -96,11 +97,18 @@ class Recall:
         self.add(conversation, texts, at)
         return conversation
 
-    def add(self, conversation: Conversation, texts: list[str], at: datetime = NOW) -> None:
+    def add(
+        self,
+        conversation: Conversation,
+        texts: list[str],
+        at: datetime = NOW,
+        role: MessageRole | None = None,
+    ) -> None:
+        """Messages alternating user and assistant, or all of ``role``."""
         messages = [
             Message(
                 message_id=new_id(),
-                role="user" if n % 2 == 0 else "assistant",
+                role=role or ("user" if n % 2 == 0 else "assistant"),
                 content=text,
                 created_at=clock.stamp(at),
             )
@@ -162,6 +170,26 @@ def test_extraction_waits_for_a_thread_of_six_messages() -> None:
     [saved] = recall.entries().values()
     assert saved.source == Source.EXTRACTED
     assert "header dark" in saved.value
+
+
+def test_tool_messages_do_not_count_toward_the_six() -> None:
+    # Given five messages of conversation, the last user one stating a rule, and three of
+    # the model's tool messages among them
+    recall = Recall()
+    thread = recall.thread([*chatter(2)])
+    recall.add(thread, ["save_preference header_dark"], role="tool")
+    recall.add(thread, [*chatter(2)])
+    recall.add(thread, ["save_preference a", "save_preference b"], role="tool")
+    recall.add(thread, ["Always keep the header dark."])
+    # When / Then: eight messages, but five of conversation is one too few
+    report = recall.extract(thread)
+    assert (report.ran, report.why) == (False, "the thread is too short")
+    assert recall.memories.meta(recall.user, recall.project).last_extraction_at is None
+    # When the sixth arrives
+    recall.add(thread, ["Noted."], role="assistant")
+    # Then it runs
+    assert recall.extract(thread).ran is True
+    assert "header_dark" in recall.entries()
 
 
 def test_extraction_runs_at_most_once_per_four_hours() -> None:
@@ -246,6 +274,75 @@ def test_extraction_records_a_duplicate_as_kept_and_writes_nothing_twice() -> No
     [key] = first
     actions = [r.action for r in recall.memories.history(recall.user, recall.project, key, None)]
     assert actions == [Action.CREATED, Action.KEPT]
+
+
+def test_extraction_leaves_a_rule_the_thread_holds_to_that_thread() -> None:
+    # Given rules saved for one thread alone, and that thread saying them again: one under
+    # the key extraction finds, one in the same words under a key of the user's own
+    recall = Recall()
+    thread = recall.thread([*chatter(4), "Always use a formal tone. Never use emoji.", "Noted."])
+    ids = (recall.user, recall.project)
+    for key, value in (("formal_tone", "formal, please"), ("emoji", "Never use emoji")):
+        recall.write(entry(key, value, scope=Scope.THREAD, conversation_id=thread.conversation_id))
+    # When
+    assert recall.extract(thread).ran is True
+    # Then the project's memory took neither
+    assert recall.entries() == {}
+    # And the thread's entries are as they were, their history saying why
+    _, in_thread = recall.memories.active(*ids, thread.conversation_id, NOW)
+    assert [(e.key, e.value, e.source) for e in in_thread] == [
+        ("emoji", "Never use emoji", Source.EXPLICIT),
+        ("formal_tone", "formal, please", Source.EXPLICIT),
+    ]
+    for key in ("formal_tone", "emoji"):
+        [*_, last] = recall.memories.history(*ids, key, thread.conversation_id)
+        assert last.action == Action.KEPT
+        assert last.reason and "conversation alone" in last.reason
+
+
+def test_a_rule_said_for_this_conversation_alone_is_not_made_project_memory() -> None:
+    # Given a thread whose user scoped a rule to it, with no entry saved for it (the model
+    # did not call its tool, or the user deleted the thread's entry since)
+    recall = Recall()
+    thread = recall.thread([*chatter(4), "For this chat, always use a formal tone.", "Noted."])
+    # When
+    assert recall.extract(thread).ran is True
+    # Then the project's memory does not carry it
+    assert recall.entries() == {}
+
+
+def test_a_rule_the_user_deleted_comes_back_only_when_they_say_it_again() -> None:
+    # Given a rule said, saved, then deleted by the user an hour later
+    recall = Recall()
+    said = NOW - timedelta(hours=2)
+    thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."], said)
+    recall.write(entry("header_dark", "Always keep the header dark"), said)
+    ids = (recall.user, recall.project)
+    assert recall.memories.delete(*ids, "header_dark", None, Source.EXPLICIT, NOW - HOUR)
+    # When extraction reads the thread
+    report = recall.extract(thread)
+    # Then it ran, and the deleted rule stays deleted
+    assert report.ran is True
+    assert recall.entries() == {}
+    # When the user says it again, after the deletion
+    recall.add(thread, ["Always keep the header dark.", "Noted."], NOW)
+    later = NOW + timedelta(seconds=recall.settings.extract_cooldown_seconds)
+    assert recall.extract(thread, later).ran is True
+    # Then extraction remembers it again
+    back = recall.entries(later)["header_dark"]
+    assert (back.value, back.source) == ("Always keep the header dark", Source.EXTRACTED)
+
+
+def test_a_rule_consolidation_removed_can_still_be_extracted() -> None:
+    # Given a rule said, then removed by consolidation (not by the user)
+    recall = Recall()
+    said = NOW - timedelta(hours=2)
+    thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."], said)
+    saved = recall.write(entry("header_dark", "Always keep the header dark"), said)
+    assert recall.memories.retire(recall.user, recall.project, saved, "merged", NOW - HOUR)
+    # When / Then: the deletion was not the user's, so extraction may bring it back
+    assert recall.extract(thread).ran is True
+    assert "header_dark" in recall.entries()
 
 
 # Rolling summary

@@ -10,9 +10,12 @@ from recall.domain.extraction import (
     ExtractionAction,
     ExtractionDecision,
     decide_extraction,
+    deleted_since_said,
     entry_to_write,
+    stated_at,
 )
-from recall.domain.memory import Category, MemoryEntry, Scope, Source
+from recall.domain.memory import Action, Category, HistoryRecord, MemoryEntry, Scope, Source
+from recall.domain.messages import Message, MessageRole
 
 MIN_CONFIDENCE = 0.6
 MAX_NEW = 8
@@ -318,6 +321,103 @@ def test_a_stored_forbidden_entry_changes_only_when_a_candidate_says_the_opposit
 def test_a_candidate_from_the_chat_model_is_not_a_background_candidate() -> None:
     with pytest.raises(ValueError, match="extracted"):
         decide([candidate("tone", "warm").model_copy(update={"source": Source.EXPLICIT})])
+
+
+def test_a_candidate_the_thread_holds_by_key_or_by_words_stays_the_threads() -> None:
+    # Given two rules the user saved for one thread alone
+    thread = [
+        MemoryEntry(
+            key=key,
+            value=value,
+            category=Category.BRAND,
+            scope=Scope.THREAD,
+            conversation_id="01JTHREADAAAAAAAAAAAAAAAAA",
+        )
+        for key, value in (("formal_tone", "formal"), ("emoji", "Never use emoji"))
+    ]
+    # When extraction proposes them for the project: one by key, one by its words
+    decisions = decide_extraction(
+        [
+            candidate("formal_tone", "Always use a formal tone"),
+            candidate("no_emoji", "never emoji"),
+        ],
+        [],
+        min_confidence=MIN_CONFIDENCE,
+        max_new=MAX_NEW,
+        thread=thread,
+    )
+    # Then neither is written, each meeting the thread's entry
+    assert [(d.action, d.existing) for d in decisions] == [
+        (ExtractionAction.NONE, thread[1]),
+        (ExtractionAction.NONE, thread[0]),
+    ]
+    assert all("conversation alone" in decision.reason for decision in decisions)
+
+
+def test_a_withdrawn_candidate_is_not_written_and_leaves_its_slot_to_the_next() -> None:
+    # Given two candidates, the more confident one deleted by the user, and a limit of one
+    asked: list[str] = []
+
+    def withdrawn(proposed: MemoryEntry) -> str | None:
+        asked.append(proposed.key)
+        return "deleted by the user" if proposed.key == "header_dark" else None
+
+    # When
+    decisions = decide_extraction(
+        [
+            candidate("tone", "warm"),
+            candidate("header_dark", "always dark", confidence=0.9),
+            candidate("font", "serif", confidence=0.5),
+            candidate("logo", "round", confidence=0.7),
+        ],
+        [stored("tone", "cold")],
+        min_confidence=MIN_CONFIDENCE,
+        max_new=1,
+        withdrawn=withdrawn,
+    )
+    # Then the deleted one is NONE with the reason, and the other takes the one write
+    assert [(d.candidate.key, d.action, d.reason) for d in decisions][:2] == [
+        ("header_dark", ExtractionAction.NONE, "deleted by the user"),
+        ("tone", ExtractionAction.UPDATE, "restates 'tone' with a different value"),
+    ]
+    # And only a candidate about to be written under a key not stored, within the limit,
+    # was asked about: not "tone" (stored), nor "logo" (past the limit)
+    assert asked == ["header_dark"]
+
+
+def record(action: Action, source: Source | None, at: str) -> HistoryRecord:
+    return HistoryRecord(
+        key="header_dark", scope=Scope.PERSISTENT, action=action, source=source, at=at
+    )
+
+
+def test_only_the_users_deletion_since_the_statement_withdraws_it() -> None:
+    deleted = record(Action.DELETED, Source.EXPLICIT, LATER)
+    assert deleted_since_said(deleted, EARLIER)
+    assert deleted_since_said(deleted, LATER)
+    assert deleted_since_said(record(Action.DELETED, Source.EXPLICIT, EARLIER), LATER) is None
+    assert deleted_since_said(record(Action.DELETED, Source.CONSOLIDATED, LATER), EARLIER) is None
+    assert deleted_since_said(record(Action.EXPIRED, None, LATER), EARLIER) is None
+    assert deleted_since_said(record(Action.CREATED, Source.EXPLICIT, LATER), EARLIER) is None
+    assert deleted_since_said(None, EARLIER) is None
+
+
+def test_a_candidate_is_dated_by_the_newest_user_message_that_says_it() -> None:
+    def said(role: MessageRole, text: str, at: str) -> Message:
+        return Message(message_id=at, role=role, content=text, created_at=at)
+
+    messages = [
+        said("user", "hello", "2025-02-01T09:00:00.000Z"),
+        said("user", "Always keep the headers dark.", "2025-02-02T09:00:00.000Z"),
+        said("assistant", "Always keep the header dark", "2025-02-03T09:00:00.000Z"),
+        said("user", "Please forget header_dark", "2025-02-04T09:00:00.000Z"),
+        said("user", "Don't keep the header dark.", "2025-02-05T09:00:00.000Z"),
+    ]
+    header = candidate("header_dark", "Always keep the header dark")
+    # The assistant's echo and the opposite rule said later do not date it
+    assert stated_at(header, messages) == "2025-02-02T09:00:00.000Z"
+    # A paraphrase no message holds is as old as the oldest message read
+    assert stated_at(candidate("dark", "dark top bar"), messages) == "2025-02-01T09:00:00.000Z"
 
 
 def test_no_candidates_means_no_decisions() -> None:

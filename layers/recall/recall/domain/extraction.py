@@ -2,9 +2,13 @@
 
 Extraction proposes entries (``source=extracted``, with a confidence) from recent turns;
 ``decide_extraction`` turns them into one decision each: ADD a new entry, UPDATE a stored
-one, or NONE with the reason. Consolidation (``recall.domain.consolidation``) compares
-stored entries with the same definitions, so the two never disagree on what a duplicate
-or a contradiction is. The definitions are word rules, deterministic by design:
+one, or NONE with the reason. Two things the user did stop a candidate whatever it says:
+the thread holds it as a thread entry (the user scoped it to this conversation, so it
+never becomes project memory), or the user deleted its key (a ``DELETE`` or the forget
+tool) after the message it was said in (``deleted_since_said``). Consolidation
+(``recall.domain.consolidation``) compares stored entries with the same definitions, so
+the two never disagree on what a duplicate or a contradiction is. The definitions are
+word rules, deterministic by design:
 
 * Words: a text is lowercased, apostrophes dropped ("don't" is "dont") and split at every
   character that is not a letter or digit. A word is folded: a plural ``-ies`` becomes
@@ -33,13 +37,15 @@ or a contradiction is. The definitions are word rules, deterministic by design:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 import re
 
 from pydantic import BaseModel, ConfigDict
 
-from recall.domain.memory import Category, MemoryEntry, Source, plain_text
+from recall.domain.clock import parse
+from recall.domain.memory import Action, Category, HistoryRecord, MemoryEntry, Source, plain_text
+from recall.domain.messages import Message
 
 _NOT_A_WORD = re.compile(r"[^a-z0-9]+")
 _APOSTROPHES = re.compile(r"['’‘`]")
@@ -219,11 +225,61 @@ def newest_first(entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
     return sorted(by_key, key=lambda entry: entry.updated_at, reverse=True)
 
 
+def spoken(messages: Sequence[Message]) -> int:
+    """The user and assistant messages: what extraction's threshold counts. A tool message
+    is the model's bookkeeping of a memory call, not conversation to learn from."""
+    return sum(1 for message in messages if message.role in ("user", "assistant"))
+
+
+def _says(heard: tuple[str, ...], said: tuple[str, ...]) -> bool:
+    """Whether a wording holds another, in order, and not right after a "not" ("don't
+    keep the header dark" does not say "keep the header dark")."""
+    return any(
+        heard[start : start + len(said)] == said and (start == 0 or heard[start - 1] != "not")
+        for start in range(len(heard) - len(said) + 1)
+    )
+
+
+def stated_at(candidate: MemoryEntry, messages: Sequence[Message]) -> str:
+    """When the user last said the candidate: the newest user message whose wording (as
+    ``same_value`` reads it, negatives included) holds the value's. A candidate no
+    message holds word for word (a model's paraphrase) is dated by the oldest message
+    read, so that any deletion since then still wins."""
+    said = value_wording(candidate.value)
+    for message in reversed(messages):
+        if message.role == "user" and _says(value_wording(message.content), said):
+            return message.created_at
+    return messages[0].created_at if messages else ""
+
+
+def deleted_since_said(newest: HistoryRecord | None, said_at: str) -> str | None:
+    """Why a candidate is not written when ``newest``, its key's latest change, is the user
+    deleting it (a ``DELETE`` or the forget tool) at or after ``said_at``; None otherwise.
+    A deletion by consolidation or by expiry stops nothing: the user did not ask for it."""
+    if newest is None or newest.action != Action.DELETED or newest.source != Source.EXPLICIT:
+        return None
+    if said_at and parse(newest.at) < parse(said_at):
+        return None
+    return f"the user deleted {newest.key!r} after it was said: extraction does not bring it back"
+
+
 def _decide(
     candidate: MemoryEntry,
     stored: Sequence[MemoryEntry],
+    thread: Sequence[MemoryEntry],
 ) -> ExtractionDecision:
     """ADD, UPDATE or NONE for one candidate against the stored entries, before the limit."""
+    for entry in thread:
+        if entry.key == candidate.key or same_value(candidate, entry):
+            return ExtractionDecision(
+                action=ExtractionAction.NONE,
+                candidate=candidate,
+                existing=entry,
+                reason=(
+                    f"held by this conversation alone as {entry.key!r}: a rule the user "
+                    "scoped to one conversation is not made project memory"
+                ),
+            )
     for entry in stored:
         if duplicates(candidate, entry):
             return ExtractionDecision(
@@ -280,23 +336,34 @@ def _keys_of(decision: ExtractionDecision) -> set[str]:
     return keys
 
 
+def _never_withdrawn(candidate: MemoryEntry) -> str | None:
+    return None
+
+
 def decide_extraction(
     candidates: Sequence[MemoryEntry],
     stored: Sequence[MemoryEntry],
     *,
     min_confidence: float,
     max_new: int,
+    thread: Sequence[MemoryEntry] = (),
+    withdrawn: Callable[[MemoryEntry], str | None] = _never_withdrawn,
 ) -> list[ExtractionDecision]:
     """One decision per candidate, in the order a writer should apply them: highest
     confidence first (ties: the later candidate, from the more recent turns, first).
 
-    ``stored`` is the scope's active entries. A candidate below ``min_confidence`` is
-    NONE (never silently dropped: every candidate has a decision); one that meets a
-    higher-confidence candidate of the batch (same subject, same value, or the same
-    stored entry) is NONE, so no key is written twice; a
+    ``stored`` is the scope's active entries, ``thread`` the thread's own. A candidate
+    below ``min_confidence`` is NONE (never silently dropped: every candidate has a
+    decision); one whose key or value a thread entry holds is NONE, meeting that entry;
+    one that meets a higher-confidence candidate of the batch (same subject, same value,
+    or the same stored entry) is NONE, so no key is written twice; a
     duplicate of a stored entry is NONE; one on the subject of a stored entry UPDATEs
-    that entry, unless it is explicit (NONE); otherwise ADD. At most ``max_new`` ADD and
-    UPDATE decisions: the rest are NONE with the reason "limit"."""
+    that entry, unless it is explicit (NONE); otherwise ADD. An ADD or UPDATE for which
+    ``withdrawn`` gives a reason (the user deleted the candidate's key since) is NONE
+    with it; it is asked only then, within the limit, and never for a key that is stored,
+    so a caller that reads to answer reads at most ``max_new`` times plus once for each
+    candidate it stops. At most ``max_new`` ADD and UPDATE decisions: the rest are NONE
+    with the reason "limit"."""
     if any(candidate.source != Source.EXTRACTED for candidate in candidates):
         raise ValueError("extraction candidates carry source extracted")
     order = sorted(
@@ -319,7 +386,7 @@ def decide_extraction(
                 )
             )
             continue
-        decision = _decide(candidate, stored)
+        decision = _decide(candidate, stored, thread)
         keys = _keys_of(decision)
         better = next(
             (
@@ -345,13 +412,19 @@ def decide_extraction(
                 )
             )
             continue
+        stored_key = decision.existing is not None and decision.existing.key == candidate.key
         if decision.action != ExtractionAction.NONE:
+            why = None if writes >= max_new or stored_key else withdrawn(candidate)
             if writes >= max_new:
                 decision = ExtractionDecision(
                     action=ExtractionAction.NONE,
                     candidate=candidate,
                     existing=decision.existing,
                     reason=f"limit: {max_new} new or changed entries per extraction",
+                )
+            elif why is not None:
+                decision = ExtractionDecision(
+                    action=ExtractionAction.NONE, candidate=candidate, reason=why
                 )
             else:
                 writes += 1

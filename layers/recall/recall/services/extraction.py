@@ -1,7 +1,9 @@
 """Background extraction: durable memory proposed from a thread's recent turns, compared
 with what is stored, and written where it adds or corrects something. It runs for a user
-and project only once the thread is long enough, and at most once per cooldown (a claim on
-``META`` that exactly one worker wins)."""
+and project only once the thread is long enough (in user and assistant messages: tool
+messages do not count), and at most once per cooldown (a claim on ``META`` that exactly
+one worker wins). It never makes project memory of what the thread holds as its own, nor
+brings back a key the user deleted after saying it."""
 
 from __future__ import annotations
 
@@ -18,14 +20,25 @@ from recall.domain.extraction import (
     ExtractionAction,
     ExtractionDecision,
     decide_extraction,
+    deleted_since_said,
     entry_to_write,
+    spoken,
+    stated_at,
 )
 from recall.domain.jobs import ExtractJob
-from recall.domain.memory import Category, MemoryEntry, Source, check_key, check_value
+from recall.domain.memory import (
+    Category,
+    HistoryRecord,
+    MemoryEntry,
+    Source,
+    check_key,
+    check_value,
+)
 from recall.domain.memory_proposals import propose_memories
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
 from recall.domain.usage import Counts
+from recall.domain.utterance_patterns import THREAD_SCOPE
 from recall.errors import Forbidden, Invalid
 from recall.observability import logger, metrics
 from recall.services.presets import thread_settings
@@ -57,7 +70,9 @@ def _candidate(key: str, value: str, category: Category, confidence: float) -> M
 
 
 class RuleExtractor:
-    """Offline: the classifier the offline chat model also uses, over the user's words."""
+    """Offline: the classifier the offline chat model also uses, over the user's words. A
+    statement the user scoped to this conversation ("in this conversation, ...") is theirs
+    for this thread alone, so it proposes nothing for the project."""
 
     def propose(
         self, messages: list[Message], spent: Callable[[Counts], None] | None = None
@@ -67,6 +82,7 @@ class RuleExtractor:
             for message in messages
             if message.role == "user"
             for proposal in propose_memories(message.content)
+            if not THREAD_SCOPE.search(proposal.value.lower().replace("\u2019", "'"))
         ]
 
 
@@ -87,8 +103,10 @@ class ProposedEntries(BaseModel):
 EXTRACTION_INSTRUCTIONS = (
     "Read the conversation and list what the user stated that should be remembered in "
     "later conversations: standing rules, preferences, forbidden things, facts about their "
-    "business and decisions. Leave out questions, one-off requests, small talk and anything "
-    "only about the current reply. Use the user's own words for each value. Call "
+    "business and decisions. Leave out questions, one-off requests, small talk, anything "
+    "only about the current reply and rules the user meant for this conversation alone "
+    '("in this conversation", "for this chat"). '
+    "Use the user's own words for each value. Call "
     f"{RECORD_MEMORIES} once with every entry (an empty list when there is none)."
 )
 
@@ -195,23 +213,21 @@ class ExtractionService:
         """With ``projects``, every write checks the user is still a member, so a job
         queued before their erasure writes nothing back (``Forbidden``, then the thread
         is gone on the retry). A thread whose settings stopped sending memory since the
-        job was queued (its own, its preset's or its project's) is not learnt from."""
+        job was queued (its own, its preset's or its project's) is not learnt from.
+
+        Long enough means ``extract_min_messages`` user and assistant messages among those
+        it reads (the last ``extract_recent_messages`` since the clear-context marker),
+        counted before the claim, so a thread too short spends no cooldown."""
         settings = self._settings
         conversation = self._conversations.get(job.user_id, job.project_id, job.conversation_id)
         if conversation is None:
             return ExtractionReport(False, "the thread is gone")
+        # Every message counted is an upper bound: below it, nothing needs reading.
         if conversation.message_count < settings.extract_min_messages:
             return ExtractionReport(False, "the thread is too short")
         project = self._projects.get(job.project_id) if self._projects is not None else None
         if not thread_settings(settings, project, conversation).send_memory:
             return ExtractionReport(False, "the thread does not send memory")
-        guard = (
-            self._projects.role_check(job.project_id, job.user_id, Role.VIEWER)
-            if self._projects is not None
-            else None
-        )
-        if not self._upkeep.claim_extraction(job.user_id, job.project_id, now, guard):
-            return ExtractionReport(False, "extraction ran within the cooldown or the user left")
         recent = self._messages.latest_after(
             job.user_id,
             job.project_id,
@@ -219,7 +235,18 @@ class ExtractionService:
             conversation.cleared_after,
             settings.extract_recent_messages,
         )
-        stored, _ = self._memories.active(job.user_id, job.project_id, None, now)
+        if spoken(recent) < settings.extract_min_messages:
+            return ExtractionReport(False, "the thread is too short")
+        guard = (
+            self._projects.role_check(job.project_id, job.user_id, Role.VIEWER)
+            if self._projects is not None
+            else None
+        )
+        if not self._upkeep.claim_extraction(job.user_id, job.project_id, now, guard):
+            return ExtractionReport(False, "extraction ran within the cooldown or the user left")
+        stored, thread = self._memories.active(
+            job.user_id, job.project_id, job.conversation_id, now
+        )
         decisions = decide_extraction(
             self._extractor.propose(
                 recent,
@@ -228,6 +255,8 @@ class ExtractionService:
             stored,
             min_confidence=settings.extract_min_confidence,
             max_new=settings.extract_max_new,
+            thread=thread,
+            withdrawn=self._deleted_by_user(job, recent),
         )
         report = ExtractionReport(True, "claimed")
         try:
@@ -240,6 +269,24 @@ class ExtractionService:
             extra={"decisions": len(decisions), "written": report.written, "kept": report.kept},
         )
         return report
+
+    def _deleted_by_user(
+        self, job: ExtractJob, recent: list[Message]
+    ) -> Callable[[MemoryEntry], str | None]:
+        """Whether the user deleted a candidate's key after saying it: its key's newest
+        history record, one record read per key and only for a candidate about to be
+        written (at most ``extract_max_new`` of them, plus those it stops)."""
+        newest: dict[str, HistoryRecord | None] = {}
+
+        def withdrawn(candidate: MemoryEntry) -> str | None:
+            if candidate.key not in newest:
+                records, _ = self._memories.history_page(
+                    job.user_id, job.project_id, candidate.key, None, 1, None
+                )
+                newest[candidate.key] = records[-1] if records else None
+            return deleted_since_said(newest[candidate.key], stated_at(candidate, recent))
+
+        return withdrawn
 
     def _apply(
         self,

@@ -36,6 +36,8 @@ class TurnFollowUps:
             "conversation_id": conversation.conversation_id,
         }
         jobs: list[AnyJob] = []
+        # Every message, tool ones too: an upper bound. The worker counts only user and
+        # assistant messages, before it claims its slot.
         long_enough = messages_now >= self._settings.extract_min_messages
         if sends_memory and long_enough and propose_memories(user_text):
             jobs.append(ExtractJob(**ids))

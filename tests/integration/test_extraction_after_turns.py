@@ -1,0 +1,120 @@
+"""Background extraction after real turns: it learns from what the user said, but never
+against what they did with their memory (scoped a rule to one thread, deleted it), and it
+waits for enough conversation, not for the model's tool bookkeeping."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from recall.domain.jobs import ExtractJob
+from recall.wiring import job_runner, memory_store
+from tests.integration.conftest import Api
+
+MakeProject = Callable[..., str]
+
+
+def chat(api: Api, project: str, message: str, thread: str | None = None) -> Any:
+    body: dict[str, Any] = {"message": message}
+    if thread:
+        body["conversationId"] = thread
+    reply = api.post(f"/projects/{project}/chat", body)
+    assert reply.status == 200, reply
+    return reply.body
+
+
+def extract(api: Api, project: str, thread: str) -> None:
+    """What the worker does with the extraction job a turn queued."""
+    job_runner().run(ExtractJob(user_id=api.sub or "", project_id=project, conversation_id=thread))
+
+
+def extraction_ran(api: Api, project: str) -> bool:
+    return memory_store().meta(api.sub or "", project).last_extraction_at is not None
+
+
+def project_memory(api: Api, project: str) -> dict[str, dict[str, Any]]:
+    listed = api.get(f"/projects/{project}/memories").body["memories"]
+    return {entry["key"]: entry for entry in listed if entry["scope"] == "persistent"}
+
+
+def test_a_rule_for_this_conversation_stays_in_it_after_extraction(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a rule the user scoped to one thread, saved there by the model
+    project = make_project(alice)
+    first = chat(alice, project, "In this conversation, always use a formal tone.")
+    thread = first["conversation"]["id"]
+    assert [(m["key"], m["scope"]) for m in first["memoriesSaved"]] == [("formal_tone", "thread")]
+    # And two more turns stating project rules, so extraction is due
+    chat(alice, project, "Always keep the header dark.", thread)
+    chat(alice, project, "We always ship on Fridays.", thread)
+    # When the worker extracts from the thread
+    extract(alice, project, thread)
+    # Then it ran, and the thread's rule is still the thread's alone
+    assert extraction_ran(alice, project)
+    assert "formal_tone" not in project_memory(alice, project)
+    in_thread = alice.get(f"/projects/{project}/memories", query=f"conversationId={thread}").body[
+        "memories"
+    ]
+    [kept] = [entry for entry in in_thread if entry["key"] == "formal_tone"]
+    assert (kept["scope"], kept["source"]) == ("thread", "explicit")
+    # And another thread's prompt carries the project's rules but not that one
+    other = chat(alice, project, "hello")["conversation"]["id"]
+    block = alice.get(f"/projects/{project}/conversations/{other}/context").body["memoryBlock"]
+    assert "header_dark" in block
+    assert "formal" not in block
+
+
+def test_a_rule_the_user_told_the_model_to_forget_is_not_extracted_again(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a rule saved, then forgotten at the user's word
+    project = make_project(alice)
+    thread = chat(alice, project, "Always keep the header dark.")["conversation"]["id"]
+    forgot = chat(alice, project, "Please forget header_dark", thread)
+    assert forgot["memoriesForgotten"] == ["header_dark"]
+    # And a third turn that makes extraction due, the rule still among the messages it reads
+    chat(alice, project, "We always ship on Fridays.", thread)
+    # When the worker extracts
+    extract(alice, project, thread)
+    # Then it ran, and the forgotten rule stays forgotten
+    assert extraction_ran(alice, project)
+    assert set(project_memory(alice, project)) == {"ship_fridays"}
+
+
+def test_a_rule_the_user_deleted_is_not_extracted_again(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a rule saved in a thread, then deleted from the memory list
+    project = make_project(alice)
+    thread = chat(alice, project, "Always keep the header dark.")["conversation"]["id"]
+    chat(alice, project, "What can you do?", thread)
+    assert alice.delete(f"/projects/{project}/memories/header_dark").status == 204
+    # And a third turn that makes extraction due
+    chat(alice, project, "We always ship on Fridays.", thread)
+    # When the worker extracts
+    extract(alice, project, thread)
+    # Then it ran, and the deleted rule stays deleted
+    assert extraction_ran(alice, project)
+    assert set(project_memory(alice, project)) == {"ship_fridays"}
+
+
+def test_tool_messages_do_not_make_a_thread_long_enough_to_extract(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given two turns that each saved a rule: six messages, two of them the model's tools
+    project = make_project(alice)
+    thread = chat(alice, project, "Always keep the header dark.")["conversation"]["id"]
+    chat(alice, project, "Never use stock photos.", thread)
+    shown = alice.get(f"/projects/{project}/conversations/{thread}").body
+    assert shown["conversation"]["messageCount"] == 6
+    assert [m["role"] for m in shown["messages"]].count("tool") == 2
+    # When the worker takes the extraction job
+    extract(alice, project, thread)
+    # Then four messages of conversation are too few: it did not run
+    assert not extraction_ran(alice, project)
+    # When a third turn brings the conversation to six
+    chat(alice, project, "We always ship on Fridays.", thread)
+    extract(alice, project, thread)
+    # Then it runs
+    assert extraction_ran(alice, project)
