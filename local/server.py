@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import json
+import math
 import os
 from pathlib import Path
 import re
@@ -102,7 +103,8 @@ def demo_token(sub: str) -> str:
 
 def subject_of(authorization: str | None, now: float | None = None) -> str | None:
     """The ``sub`` of a bearer JWT, or None where API Gateway's JWT authorizer would answer
-    401: no token, not three parts, an unreadable payload, no ``sub``, or expired."""
+    401: no token, not three parts, an unreadable payload, no ``sub``, expired, not valid
+    yet (``nbf``), or a time that is not a number."""
     if not authorization:
         return None
     token = authorization.strip()
@@ -118,8 +120,11 @@ def subject_of(authorization: str | None, now: float | None = None) -> str | Non
         return None
     if not isinstance(claims, dict):
         return None
-    expires = claims.get("exp")
-    if isinstance(expires, int | float) and expires <= (now or time.time()):
+    moment = now or time.time()
+    times = {name: claims[name] for name in ("exp", "nbf") if name in claims}
+    if not all(isinstance(at, int | float) and not isinstance(at, bool) for at in times.values()):
+        return None
+    if times.get("exp", math.inf) <= moment or times.get("nbf", -math.inf) > moment:
         return None
     subject = claims.get("sub")
     return subject if isinstance(subject, str) and subject.strip() else None

@@ -18,7 +18,10 @@ from recall.observability import logger
 from recall.settings import get_settings
 from recall.store.keys import fits_user_id
 
-ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384"]
+# By the key's type: a token whose header names an algorithm of another family than the key
+# its kid names (ES256 over an RSA key) is refused, not handed to a verifier that cannot use
+# that key.
+ALGORITHMS = {"RSA": ["RS256", "RS384", "RS512"], "EC": ["ES256", "ES384"]}
 # The one message API Gateway turns into a 401 on the upgrade.
 UNAUTHORIZED = "Unauthorized"
 
@@ -55,7 +58,7 @@ def verified_subject(token: str) -> str:
     claims = jwt.decode(
         token,
         key.key,
-        algorithms=ALGORITHMS,
+        algorithms=ALGORITHMS.get(key.key_type or "", []),
         issuer=settings.jwt_issuer,
         options={"require": ["exp", "iss", "sub"], "verify_aud": False},
     )
@@ -80,6 +83,12 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         subject = verified_subject(token)
     except jwt.PyJWTError as refused:
         logger.info("connect refused", extra={"reason": type(refused).__name__})
+        raise Exception(UNAUTHORIZED) from None
+    except Exception as broken:
+        # A token that breaks its own check (an integer aud, a key it cannot use) is refused
+        # too: an authorizer that raises anything else is API Gateway's 500, not a 401.
+        reason = type(broken).__name__
+        logger.warning("connect refused: the token broke its check", extra={"reason": reason})
         raise Exception(UNAUTHORIZED) from None
     return {
         "principalId": subject,

@@ -22,6 +22,13 @@ from tests.e2e.conftest import Answer, Caller
 pytestmark = pytest.mark.e2e
 
 EXPIRED = base64.urlsafe_b64encode(b'{"sub":"someone","exp":1}').rstrip(b"=").decode()
+FUTURE = 9_999_999_999
+
+
+def claims(**values: object) -> str:
+    """A JWT payload of ``someone`` with ``values``, as the token's middle part."""
+    text = json.dumps({"sub": "someone", **values}).encode()
+    return base64.urlsafe_b64encode(text).rstrip(b"=").decode()
 
 
 def test_owner_creates_a_project_adds_a_member_and_lists_threads(
@@ -66,8 +73,10 @@ def test_malformed_json_is_400(owner: Caller) -> None:
         "Bearer not-a-jwt",
         f"Bearer {server.demo_token('someone').split('.')[0]}.e30.sig",
         f"Bearer {server.demo_token('someone').split('.')[0]}.{EXPIRED}.sig",
+        f"Bearer {server.demo_token('someone').split('.')[0]}.{claims(nbf=FUTURE)}.sig",
+        f"Bearer {server.demo_token('someone').split('.')[0]}.{claims(exp='9999999999')}.sig",
     ],
-    ids=["no token", "not a jwt", "no sub claim", "expired"],
+    ids=["no token", "not a jwt", "no sub claim", "expired", "not yet valid", "exp as text"],
 )
 def test_request_without_a_usable_token_is_401_like_the_jwt_authorizer(
     caller: Callable[[str | None], Caller], authorization: str | None

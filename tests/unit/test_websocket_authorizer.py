@@ -191,3 +191,47 @@ def test_the_keys_are_read_from_the_issuers_well_known_jwks() -> None:
     assert module.jwks_url("https://idp.example/pool/") == (
         "https://idp.example/pool/.well-known/jwks.json"
     )
+
+
+def test_a_token_whose_algorithm_does_not_fit_its_key_is_refused_not_a_500(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    # Given a token signed with an EC key whose header names the issuer's RSA key
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    claims = {"sub": "user-1", "iss": issuer.url, "aud": AUDIENCE, "exp": int(time.time()) + 300}
+    forged = jwt.encode(
+        claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256", headers={"kid": "k1"}
+    )
+    # When / Then the upgrade is refused as any bad token is, the check itself refusing it
+    refused(authorizer, query=forged)
+    with pytest.raises(jwt.InvalidAlgorithmError):
+        authorizer.verified_subject(forged)
+
+
+def test_a_check_that_breaks_refuses_the_upgrade_rather_than_fail_it(
+    authorizer: ModuleType, issuer: Issuer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a check that raises something no one foresaw
+    def broken(token: str) -> str:
+        raise TypeError("Expecting a PEM-formatted key.")
+
+    monkeypatch.setattr(authorizer, "verified_subject", broken)
+    # When / Then API Gateway hears Unauthorized (a 401), not an error (a 500)
+    refused(authorizer, query=token(issuer))
+
+
+@pytest.mark.parametrize(
+    "audience", [7, {"aud": AUDIENCE}, [7, None]], ids=["int", "object", "list"]
+)
+def test_an_audience_of_the_wrong_type_is_refused_not_a_500(
+    authorizer: ModuleType, issuer: Issuer, audience: Any
+) -> None:
+    refused(authorizer, query=token(issuer, aud=audience))
+
+
+def test_an_audience_list_naming_this_api_among_others_is_taken(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    allowed = connect(authorizer, query=token(issuer, aud=["elsewhere", 7, AUDIENCE]))
+    assert allowed["principalId"] == "user-1"
