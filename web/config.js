@@ -1,6 +1,6 @@
 // Where the console finds the API. Served by `make dev`, leave both empty: the API is this
 // page's own origin and the WebSocket is its /ws path. Hosted apart from a deployed API,
-// set them (or open the page with ?api=…&ws=…, remembered in this browser):
+// set them (or open the page with ?api=…&ws=…, for that page only):
 //   apiBase: "https://{apiId}.execute-api.{region}.amazonaws.com",
 //   webSocketUrl: "wss://{wsApiId}.execute-api.{region}.amazonaws.com/{stage}",
 // and list the page's origin in the stack's CorsAllowedOrigins parameter.

@@ -463,3 +463,21 @@ def test_a_member_demoted_while_the_page_is_open_sees_the_new_role_after_the_fir
     expect(composer(page)).to_be_disabled()
     expect(page.locator("#composer-reason")).to_contain_text("You are a viewer")
     expect(page.locator("#project-select option:checked")).to_have_text("Shared shop (viewer)")
+
+
+def test_an_api_named_in_a_link_serves_that_page_only_and_is_never_remembered(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a link that names another server as the API, opened once
+    elsewhere = "http://127.0.0.1:9"
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto(f"{console.url}/?api={elsewhere}&ws=ws://127.0.0.1:9/ws")
+    expect(page.get_by_text(elsewhere).first).to_be_visible()
+    # When the console is opened again without it, and someone signs in
+    sign_in(page, console, user)
+    # Then every API request goes to the console's own server, and nothing names the other
+    api_requests = [url for url in asked if "/projects" in url]
+    assert api_requests and all(url.startswith(console.url) for url in api_requests)
+    stored = page.evaluate("JSON.stringify(Object.entries(localStorage))")
+    assert "127.0.0.1:9" not in stored

@@ -35,19 +35,18 @@ export function claimsOf(token) {
   }
 }
 
-/** ?api= and ?ws= override config.js and are remembered for the next visit. */
-function remembered(name, key, fallback) {
-  const given = new URLSearchParams(location.search).get(name);
-  if (given !== null) localStorage.setItem(key, given);
-  return localStorage.getItem(key) || fallback;
+/** ?api= and ?ws= override config.js for this page only. Never remembered: a link that
+ * named someone else's server would otherwise get every token pasted on later visits. */
+function given(name, fallback) {
+  return new URLSearchParams(location.search).get(name) || fallback;
 }
 
-export const apiBase = remembered("api", API, config.apiBase || location.origin).replace(/\/$/, "");
-export const webSocketUrl = remembered(
-  "ws",
-  WS,
-  config.webSocketUrl || apiBase.replace(/^http/, "ws") + "/ws",
-);
+// What earlier versions remembered goes, so an old link's server is not used again.
+localStorage.removeItem(API);
+localStorage.removeItem(WS);
+
+export const apiBase = given("api", config.apiBase || location.origin).replace(/\/$/, "");
+export const webSocketUrl = given("ws", config.webSocketUrl || apiBase.replace(/^http/, "ws") + "/ws");
 
 /** Served by make dev on this machine: the only place local tokens work. */
 export const isLocal =
