@@ -140,6 +140,20 @@ def test_the_http_api_logs_each_request_as_one_json_line_without_bodies_or_token
     assert fields["user"] == "$context.authorizer.claims.sub"
 
 
+def test_every_function_logs_into_a_group_that_expires() -> None:
+    # Given every function, and the log group the Globals send them to
+    functions = template.resources("AWS::Serverless::Function")
+    logging = template.load()["Globals"]["Function"]["LoggingConfig"]
+    groups = template.resources("AWS::Logs::LogGroup")
+    # Then no function names a group of its own, and every group has a retention
+    assert logging == {"LogGroup": {"Ref": "FunctionLogs"}}
+    assert not [name for name, f in functions.items() if "LoggingConfig" in f["Properties"]]
+    assert groups["FunctionLogs"]["Properties"]["RetentionInDays"] == {
+        "Ref": "FunctionLogRetentionDays"
+    }
+    assert all("RetentionInDays" in group["Properties"] for group in groups.values())
+
+
 def test_every_route_is_throttled_by_parameters_with_sane_defaults() -> None:
     # Given
     api = template.resources("AWS::Serverless::HttpApi")["HttpApi"]["Properties"]
