@@ -204,3 +204,18 @@ def test_every_skipped_scanner_check_says_why() -> None:
     for name, skip in skips:
         assert skip["id"].startswith("CKV_"), (name, skip)
         assert len(skip.get("comment", "")) > 20, f"{name} skips {skip['id']} without saying why"
+
+
+def test_listing_the_exports_bucket_is_granted_under_its_exports_prefix_only() -> None:
+    # Given every statement that lets a function list the exports bucket
+    listing = [
+        statement
+        for resource in template.resources("AWS::Serverless::Function").values()
+        for policy in resource["Properties"].get("Policies", [])
+        for statement in policy["Statement"]
+        if "s3:ListBucket" in statement["Action"]
+    ]
+    # Then each lists only where exports are written (exports/<userId>/<projectId>/)
+    assert listing
+    for statement in listing:
+        assert statement["Condition"] == {"StringLike": {"s3:prefix": "exports/*"}}
