@@ -21,6 +21,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from recall.domain.ids import is_id
 from recall.errors import Conflict, DomainError, Invalid, Throttled, Unavailable
 from recall.settings import get_settings
 
@@ -334,6 +335,20 @@ def not_this_cursor(reason: str = "not one this API issued") -> Invalid:
         "The cursor is not one this API issued for this list; start again without it.",
         [{"field": "cursor", "message": reason}],
     )
+
+
+def position_in(cursor: str, scope: tuple[str, str], at: str, what: str) -> str:
+    """The id a page cursor resumes before, within one scope only (``scope``: the field
+    naming it and its value, such as a thread or a memory entry; ``what`` names it in
+    words): one of another scope, or edited into something no id is, is a 422, never a
+    page of another position."""
+    field, value = scope
+    start = decode_cursor(cursor, {field, at})
+    if start[field] != value:
+        raise not_this_cursor(f"from another {what}")
+    if not is_id(start[at]):
+        raise not_this_cursor(f"not a position in this {what}")
+    return start[at]
 
 
 def decode_cursor(cursor: str, fields: set[str]) -> dict[str, str]:

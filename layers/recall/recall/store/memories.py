@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from recall.domain.ids import is_id
 from recall.domain.memory import (
     BACKGROUND_SOURCES,
     HistoryRecord,
@@ -40,12 +39,11 @@ from recall.store.dynamodb import (
     batch_delete,
     batch_write,
     cancellation_codes,
-    decode_cursor,
     delete_found,
     dynamodb_client,
     encode_cursor,
     from_item,
-    not_this_cursor,
+    position_in,
     to_value,
     translate,
 )
@@ -245,7 +243,8 @@ class MemoryStore:
         query = {**prefix_query(self._table, owner, prefix), "ScanIndexForward": False}
         query["Limit"] = limit
         if cursor:
-            start = _history_start(cursor, entry_sk(key, conversation_id))
+            entry = ("entry", entry_sk(key, conversation_id))
+            start = position_in(cursor, entry, "at", "memory entry")
             query["ExclusiveStartKey"] = item_key(owner, prefix + start)
         result = self.client.query(**query)
         items = result["Items"]
@@ -532,14 +531,3 @@ class MemoryStore:
             "memory counter repaired", extra={"attribute": attribute, "was": seen, "now": actual}
         )
         return True
-
-
-def _history_start(cursor: str, entry: str) -> str:
-    """The change a history cursor resumes before: one from another entry, or edited into
-    something no record id is, is a 422 (never a page of another position)."""
-    start = decode_cursor(cursor, {"entry", "at"})
-    if start["entry"] != entry:
-        raise not_this_cursor("from another memory entry")
-    if not is_id(start["at"]):
-        raise not_this_cursor("not a position in this entry's history")
-    return start["at"]

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
-from recall.domain.ids import is_id
 from recall.domain.messages import Message
 from recall.domain.sizes import item_size
 from recall.settings import Settings
@@ -17,12 +16,11 @@ from recall.store.dynamodb import (
     Item,
     batch_delete,
     batch_write,
-    decode_cursor,
     delete_found,
     dynamodb_client,
     encode_cursor,
     from_item,
-    not_this_cursor,
+    position_in,
     to_item,
     to_value,
 )
@@ -85,7 +83,12 @@ class MessageStore:
         }
         if cursor:
             query["ExclusiveStartKey"] = to_item(
-                {"thread": thread, "messageId": _start(cursor, conversation_id)}
+                {
+                    "thread": thread,
+                    "messageId": position_in(
+                        cursor, ("conversationId", conversation_id), "messageId", "conversation"
+                    ),
+                }
             )
         result = self.client.query(**query)
         items, more = _within(result["Items"], self._page_max_bytes)
@@ -211,17 +214,6 @@ class MessageStore:
         return delete_found(
             self.client, query, ("thread", "messageId"), max_items, self._batch_size
         )
-
-
-def _start(cursor: str, conversation_id: str) -> str:
-    """The message a page cursor resumes before: one from another thread, or edited into
-    something no message id is, is a 422 (never a page of another position)."""
-    start = decode_cursor(cursor, {"conversationId", "messageId"})
-    if start["conversationId"] != conversation_id:
-        raise not_this_cursor("from another conversation")
-    if not is_id(start["messageId"]):
-        raise not_this_cursor("not a position in this conversation")
-    return start["messageId"]
 
 
 def _within(items: list[Item], max_bytes: int) -> tuple[list[Item], bool]:
