@@ -12,7 +12,7 @@ import pytest
 from recall.domain import clock
 from recall.domain.memory import Category, MemoryEntry, parse_memory_block, render_memory_block
 from recall.settings import get_settings
-from recall.store.dynamodb import encode_cursor, to_item
+from recall.store.dynamodb import encode_cursor, list_tag, to_item
 from recall.store.keys import owner_key as owner_of
 from recall.store.memories import MemoryStore
 from recall.store.memory_items import entry_sk
@@ -319,7 +319,8 @@ def test_a_history_cursor_from_another_entry_or_edited_is_a_422(alice: Api, proj
     # When it is used on another entry, or edited, or the page size is out of bounds
     other = alice.get(f"{memories(project)}/font/history", query=f"cursor={cursor}")
     edited = alice.get(f"{memories(project)}/tone/history", query=f"cursor={cursor[:-4]}")
-    nowhere = encode_cursor({"entry": entry_sk("tone", None), "at": "not-a-record"})
+    entry = list_tag(owner_of(alice.sub or "", project), entry_sk("tone", None))
+    nowhere = encode_cursor({"entry": entry, "at": "not-a-record"})
     moved = alice.get(f"{memories(project)}/tone/history", query=f"cursor={nowhere}")
     too_many = alice.get(f"{memories(project)}/tone/history", query="limit=201")
     # Then each is a 422 naming the field
@@ -327,6 +328,28 @@ def test_a_history_cursor_from_another_entry_or_edited_is_a_422(alice: Api, proj
     for reply, field in refused:
         assert reply.status == 422, reply
         assert [d["field"] for d in reply.body["error"]["details"]] == [field]
+
+
+def test_a_history_cursor_pages_only_the_history_it_was_issued_for(
+    alice: Api, bob: Api, make_project: Callable[..., str]
+) -> None:
+    # Given the same key changed twice by alice in two projects and by bob in the first
+    first = make_project(alice, {bob: "editor"})
+    second = make_project(alice)
+    for api, project in ((alice, first), (alice, second), (bob, first)):
+        for n in range(2):
+            put = api.put(f"{memories(project)}/tone", {"value": f"v{n}", "category": "brand"})
+            assert put.status in (200, 201), put
+    history = f"{memories(first)}/tone/history"
+    cursor = alice.get(history, query="limit=1").body["nextCursor"]
+    # When alice's cursor is used on bob's history, or on her own in the other project
+    bobs = bob.get(history, query=f"cursor={cursor}")
+    elsewhere = alice.get(f"{memories(second)}/tone/history", query=f"cursor={cursor}")
+    # Then each is a 422, while it pages on in her own
+    for reply in (bobs, elsewhere):
+        assert reply.status == 422, reply
+        assert reply.body["error"]["details"][0]["field"] == "cursor"
+    assert len(alice.get(history, query=f"cursor={cursor}").body["history"]) == 1
 
 
 def test_deleting_or_reading_the_history_of_an_absent_entry_is_404(

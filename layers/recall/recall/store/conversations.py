@@ -19,7 +19,6 @@ item has no ``recency``, so the index never holds it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -37,6 +36,7 @@ from recall.store.dynamodb import (
     dynamodb_client,
     encode_cursor,
     from_item,
+    list_tag,
     to_item,
     to_value,
     translate,
@@ -244,7 +244,7 @@ class ConversationStore:
             "ConsistentRead": consistent,
         }
         prefix = ARCHIVED if archived else LIVE
-        this_list = _list_tag(owner, prefix)
+        this_list = list_tag(owner, prefix)
         if cursor:
             start = decode_cursor(cursor, {"list", "recency", "conversationId"})
             if not (
@@ -574,9 +574,3 @@ class ConversationStore:
 def _missing_if_conflict(exc: ClientError) -> Exception:
     error = translate(exc)
     return NotFound("No such conversation.") if isinstance(error, Conflict) else error
-
-
-def _list_tag(owner: str, prefix: str) -> str:
-    """Which list a cursor was issued for (the caller, the project, live or archived),
-    without saying it: a short hash, checked when the cursor comes back."""
-    return hashlib.sha256(f"{owner}|{prefix}".encode()).hexdigest()[:16]

@@ -7,6 +7,7 @@ import binascii
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Context, Decimal
 from functools import lru_cache
+import hashlib
 import json
 import random
 import threading
@@ -335,6 +336,13 @@ def not_this_cursor(reason: str = "not one this API issued") -> Invalid:
         "The cursor is not one this API issued for this list; start again without it.",
         [{"field": "cursor", "message": reason}],
     )
+
+
+def list_tag(*parts: str) -> str:
+    """Which list a cursor was issued for (its owner, its thread or entry, live or archived),
+    without saying it: a short hash, checked when the cursor comes back, so one of another
+    user's or project's list never pages this one by position."""
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
 def position_in(cursor: str, scope: tuple[str, str], at: str, what: str) -> str:

@@ -43,6 +43,7 @@ from recall.store.dynamodb import (
     dynamodb_client,
     encode_cursor,
     from_item,
+    list_tag,
     position_in,
     to_value,
     translate,
@@ -242,16 +243,16 @@ class MemoryStore:
         prefix = history_prefix(key, conversation_id)
         query = {**prefix_query(self._table, owner, prefix), "ScanIndexForward": False}
         query["Limit"] = limit
+        entry = list_tag(owner, entry_sk(key, conversation_id))
         if cursor:
-            entry = ("entry", entry_sk(key, conversation_id))
-            start = position_in(cursor, entry, "at", "memory entry")
+            start = position_in(cursor, ("entry", entry), "at", "memory entry")
             query["ExclusiveStartKey"] = item_key(owner, prefix + start)
         result = self.client.query(**query)
         items = result["Items"]
         records = [HistoryItem.model_validate(from_item(item)).record() for item in reversed(items)]
         if items and result.get("LastEvaluatedKey"):
             last = str(from_item(items[-1])["sk"]).removeprefix(prefix)
-            return records, encode_cursor({"entry": entry_sk(key, conversation_id), "at": last})
+            return records, encode_cursor({"entry": entry, "at": last})
         return records, None
 
     def every(self, user_id: str, project_id: str) -> list[tuple[MemoryEntry, list[HistoryRecord]]]:
