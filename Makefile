@@ -48,7 +48,7 @@ test-web: install ## The web console in headless Chromium against make dev's ser
 screenshots: install ## Run the browser tests and rewrite docs/screenshots/ from what they see
 	UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/web
 
-unit: install ## Only the unit tests: no DynamoDB, a few seconds
+unit: install ## Only the unit tests: no DynamoDB, about half a minute
 	$(PY) -m pytest tests/unit
 
 lint: install ## ruff check and ruff format --check
