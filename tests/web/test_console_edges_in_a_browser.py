@@ -481,3 +481,18 @@ def test_an_api_named_in_a_link_serves_that_page_only_and_is_never_remembered(
     assert api_requests and all(url.startswith(console.url) for url in api_requests)
     stored = page.evaluate("JSON.stringify(Object.entries(localStorage))")
     assert "127.0.0.1:9" not in stored
+
+
+def test_the_page_names_an_icon_the_server_has_so_the_browser_asks_for_no_missing_one(
+    page: Page, console: DevServer, user: str
+) -> None:
+    # Given the signed-in page (without an icon of its own a browser asks for /favicon.ico,
+    # a 404 that it logs as an error on every load)
+    sign_in(page, console, user)
+    # When the icon it names is fetched
+    href = page.evaluate("document.querySelector('link[rel=icon]')?.href ?? null")
+    assert href, "the page names no icon"
+    answer = page.request.get(href)
+    # Then the server has it, as an image
+    assert answer.status == 200
+    assert answer.headers["content-type"] == "image/svg+xml"
