@@ -171,7 +171,8 @@ async function openProject(project) {
   const loading = (words) => el("p", { class: "empty", "aria-busy": "true" }, words);
   $("thread-list").replaceChildren(loading("Loading conversations…"));
   $("memory-list").replaceChildren(loading("Loading memory…"));
-  refreshUsage();
+  // The old project's members left the screen with it: an open Project panel reads the new one's.
+  if (!$("project-panel").hidden) loadProjectSettings();
   await Promise.all([loadThreads(), loadMemory(), loadPresets()]);
 }
 
@@ -1047,8 +1048,14 @@ async function addMember(event) {
 
 async function renameProject(event) {
   event.preventDefault();
+  const project = state.project;
   const changed = await attempt("rename the project", () => send("PATCH", projectPath(), { name: $("project-name").value.trim() }));
-  if (changed) await attempt("load your projects", () => loadProjects(changed.id));
+  if (!changed || state.project !== project) return;
+  // Only the name changed: the open thread, the members and the rest stay as they are.
+  project.name = changed.name;
+  const option = [...$("project-select").options].find((one) => one.value === project.id);
+  if (option) option.textContent = `${project.name} (${project.role})`;
+  renderProject();
 }
 
 async function exportProject() {
