@@ -95,6 +95,12 @@ def propose_memories(message: str) -> list[MemoryProposal]:
     return list(proposals.values())
 
 
+def for_this_conversation(text: str) -> bool:
+    """Whether words say they hold for this conversation alone ("in this chat, ..."): a
+    thread entry, never project memory."""
+    return THREAD_SCOPE.search(_folded(text)) is not None
+
+
 def propose_memory(sentence: str) -> MemoryProposal | None:
     """The entry one sentence proposes, or None when it holds nothing worth remembering."""
     stated = plain_text(sentence)

@@ -21,6 +21,7 @@ from typing import Final
 from recall.domain.memory_proposals import (
     MemoryProposal,
     content_words,
+    for_this_conversation,
     memory_key,
     propose_memories,
 )
@@ -44,7 +45,6 @@ _FORBIDDING = re.compile(r"\b(?:never|don't|dont|do not)\b(?!\s+forget\b)")
 _FORGETTING = re.compile(
     r"(?<!never )(?<!not )(?<!n't )\b(?:forget|stop remembering)\b(?:\s+(?:about|that))?\s+(.+)"
 )
-_THREAD_ONLY = re.compile(r"\b(?:in|for) (?:the rest of )?this (?:conversation|thread|chat)\b")
 _KEY_LIKE = re.compile(r"\b[a-z0-9]+(?:[_.-][a-z0-9]+)+\b")
 _CHARS_PER_TOKEN: Final = 4
 # A streamed chunk: a word and the blanks after it, roughly what a model's stream carries.
@@ -158,7 +158,7 @@ def _save_call(proposal: MemoryProposal, *, position: int) -> ToolCall:
             "key": proposal.key,
             "value": proposal.value,
             "category": proposal.category.value,
-            "scope": _scope(_normalised(proposal.value)),
+            "scope": _scope(proposal.value),
         },
     )
 
@@ -177,7 +177,7 @@ def _forget_call(
         key = memory_key(" ".join(significant), forbidden=bool(_FORBIDDING.search(phrase)))
     else:
         return None
-    scope = known[key].scope if key in known else _scope(_normalised(text))
+    scope = known[key].scope if key in known else _scope(text)
     return ToolCall(
         id=_call_id(FORGET_PREFERENCE, text, position),
         name=FORGET_PREFERENCE,
@@ -241,8 +241,8 @@ def _newest_user_index(messages: list[PromptMessage]) -> int | None:
     return None
 
 
-def _scope(plain: str) -> str:
-    return "thread" if _THREAD_ONLY.search(plain) else "persistent"
+def _scope(text: str) -> str:
+    return "thread" if for_this_conversation(text) else "persistent"
 
 
 def _normalised(text: str) -> str:

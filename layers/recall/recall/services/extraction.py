@@ -34,11 +34,10 @@ from recall.domain.memory import (
     check_key,
     check_value,
 )
-from recall.domain.memory_proposals import propose_memories
+from recall.domain.memory_proposals import for_this_conversation, propose_memories
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
 from recall.domain.usage import Counts
-from recall.domain.utterance_patterns import THREAD_SCOPE
 from recall.errors import Forbidden, Invalid
 from recall.observability import logger, metrics
 from recall.services.presets import thread_settings
@@ -82,7 +81,7 @@ class RuleExtractor:
             for message in messages
             if message.role == "user"
             for proposal in propose_memories(message.content)
-            if not THREAD_SCOPE.search(proposal.value.lower().replace("\u2019", "'"))
+            if not for_this_conversation(proposal.value)
         ]
 
 
