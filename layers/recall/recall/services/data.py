@@ -320,9 +320,16 @@ class DataService:
             self._imports.fail(progress, f"Chunk {job.chunk} is gone (kept only so long).", now)
             return None
         presets_done, errors = 0, []
+        ours = set(chunk.import_presets)
+        # Names held before this import: its own presets (one run earlier) do not count.
+        taken = {
+            held.name
+            for held in (self._presets.all(project_id) if chunk.presets else [])
+            if held.preset_id not in ours
+        }
         for preset in chunk.presets:
             try:
-                refusal = self._import_preset(preset, user_id, set(chunk.import_presets))
+                refusal = self._import_preset(preset, user_id, taken)
             except Forbidden:
                 self._stop_for_role(progress, job.chunk, now)
                 return None
@@ -382,16 +389,15 @@ class DataService:
         why = f"Stopped at chunk {chunk}: the importer's role no longer allows writing here."
         self._imports.fail(progress, why, now)
 
-    def _import_preset(self, preset: Preset, importer_id: str, ours: set[str]) -> str | None:
+    def _import_preset(self, preset: Preset, importer_id: str, taken: set[str]) -> str | None:
         """Create an imported preset unless the project had one of its name before this
-        import (``ours``: its presets' ids; the project's own is kept: an import never
-        replaces a preset) or is at PRESETS_MAX; why it was not, or ``None``. One an
-        earlier run of the chunk created counts as created."""
+        import (``taken``; the project's own is kept: an import never replaces a preset)
+        or is at PRESETS_MAX; why it was not, or ``None``. One an earlier run of the chunk
+        created counts as created."""
         project_id = preset.project_id
         if self._presets.get(project_id, preset.preset_id) is not None:
             return None
-        held = self._presets.all(project_id)
-        if any(one.name == preset.name and one.preset_id not in ours for one in held):
+        if preset.name in taken:
             return (
                 f"Preset {preset.name!r} was not imported: the project has a preset of that name."
             )

@@ -542,9 +542,13 @@ class ProjectStore:
 
     def erasures(self, project_id: str) -> list[str]:
         """The users whose erasure in the project has begun and not ended."""
+        return self._users_under(project_id, ERASING_PREFIX)
+
+    def _users_under(self, project_id: str, prefix: str) -> list[str]:
+        """The user ids of the project's keys-only items under ``prefix``."""
         return [
-            str(from_item(item)["sk"]).removeprefix(ERASING_PREFIX)
-            for item in self._under(project_id, ERASING_PREFIX)
+            str(from_item(item)["sk"]).removeprefix(prefix)
+            for item in self._under(project_id, prefix)
         ]
 
     def _under(self, project_id: str, prefix: str) -> Iterator[Item]:
@@ -594,10 +598,7 @@ class ProjectStore:
         members go, so a failure between the two leaves someone both (the retry finishes)
         and never neither."""
         users = [member.user_id for member in self.members(project_id)]
-        formers = [
-            str(from_item(item)["sk"]).removeprefix(FORMER_PREFIX)
-            for item in self._under(project_id, FORMER_PREFIX)
-        ]
+        formers = self._users_under(project_id, FORMER_PREFIX)
         batch_write(
             self.client,
             self._table,
