@@ -274,3 +274,31 @@ def test_two_presets_of_one_name_both_come_back_with_their_own_prompts(
     prompts = sorted(row["contextPrompts"][0]["content"] for row in listed)
     assert prompts == sorted([COPYWRITER["contextPrompts"][0]["content"], "The second one."])
     assert (progress["presetsDone"], progress["errors"]) == (2, [])
+
+
+def test_a_chunk_run_again_after_creating_one_of_two_presets_alike_creates_the_other(
+    alice: Api, make_project: MakeProject, drain: Drain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an export with two presets of one name, and a store that fails the second
+    # creation once, after the first was made (the queue runs the chunk again)
+    source = make_project(alice)
+    make_preset(alice, source)
+    make_preset(alice, source, {**COPYWRITER, "contextPrompts": [{"role": "user", "content": "2"}]})
+    exported = _exported(alice, source)
+    target = make_project(alice)
+    store = preset_store()
+    create, calls = store.create, []
+
+    def fails_once_on_the_second(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the worker stopped")
+        create(*args, **kwargs)
+
+    monkeypatch.setattr(store, "create", fails_once_on_the_second)
+    # When it is imported, the chunk running again after the failure
+    progress = import_done(alice, target, exported, drain)
+    # Then the first run's preset does not keep the second out: both are there
+    assert len(calls) == 3
+    assert (progress["presetsDone"], progress["errors"]) == (2, [])
+    assert len(alice.get(f"/projects/{target}/presets").body["presets"]) == 2
