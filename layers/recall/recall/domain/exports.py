@@ -30,7 +30,7 @@ from pydantic.alias_generators import to_camel
 
 from recall.domain.memory import Action, Category, Scope, Source
 from recall.domain.messages import MessageRole, MessageStatus
-from recall.domain.numbers import storable_number
+from recall.domain.numbers import FRACTION_RANGE, storable_number
 from recall.domain.presets import ContextPrompt, Preset, PresetCopy, ThreadSettings
 from recall.domain.prompt import ToolCall, ToolResult, Usage
 
@@ -162,7 +162,7 @@ class ExportedHistory(Wire):
 
 def _storable(value: float) -> float:
     if not storable_number(value):
-        raise ValueError("0, or from 1e-130 to 1")
+        raise ValueError(FRACTION_RANGE)
     return value
 
 

@@ -10,6 +10,8 @@ import math
 NUMBER_MAX_DIGITS = 38
 NUMBER_MIN_EXPONENT = -130
 NUMBER_MAX_EXPONENT = 125
+# What a fraction (a temperature, a confidence) may be, in the words a 422 uses.
+FRACTION_RANGE = "0, or from 1e-130 to 1"
 
 
 def storable_number(value: int | float) -> bool:

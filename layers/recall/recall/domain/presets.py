@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from recall.domain.memory import plain_text, shows_something
-from recall.domain.numbers import storable_number
+from recall.domain.numbers import FRACTION_RANGE, storable_number
 from recall.errors import Invalid
 
 
@@ -130,7 +130,7 @@ def checked_settings(settings: ThreadSettings, limits: SettingLimits, field: str
         )
     temperature = settings.temperature
     if temperature is not None and not (0 <= temperature <= 1 and storable_number(temperature)):
-        details.append({"field": f"{field}.temperature", "message": "0, or from 1e-130 to 1"})
+        details.append({"field": f"{field}.temperature", "message": FRACTION_RANGE})
     if settings.max_tokens is not None and not 1 <= settings.max_tokens <= limits.max_tokens_limit:
         details.append(
             {"field": f"{field}.maxTokens", "message": f"from 1 to {limits.max_tokens_limit}"}
