@@ -47,6 +47,7 @@ from recall.domain.memory import (
     Source,
     check_key,
     check_value,
+    expiry_too_far,
     shows_something,
 )
 from recall.domain.messages import Message
@@ -492,9 +493,9 @@ def _checked_memories(
                 continue
             if moment <= now:
                 continue  # gone for every reader already: nothing to bring back
-            if moment - now > timedelta(days=limits.memory_expiry_max_days):
-                days = limits.memory_expiry_max_days
-                problems.add(f"{where}.expiresAt", f"at most {days} days ahead")
+            too_far = expiry_too_far(moment, now, limits.memory_expiry_max_days)
+            if too_far is not None:
+                problems.add(f"{where}.expiresAt", too_far)
                 continue
             expires = stamp(moment)
         entry = MemoryEntry(

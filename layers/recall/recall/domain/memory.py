@@ -13,7 +13,7 @@ whether or not a cleanup job has deleted it yet; ``is_active`` is that rule.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 import re
 from typing import Any, NamedTuple
@@ -198,6 +198,14 @@ def parse_scope(text: str) -> Scope:
 def is_active(entry: MemoryEntry, now: datetime) -> bool:
     """False once the entry's expiry has passed, deleted or not."""
     return entry.expires_at is None or parse(entry.expires_at) > now
+
+
+def expiry_too_far(expires_at: datetime, now: datetime, max_days: int) -> str | None:
+    """Why an expiry is refused for lying more than ``max_days`` ahead (MEMORY_EXPIRY_MAX_DAYS),
+    or None: a write and an import hold it alike."""
+    if expires_at - now > timedelta(days=max_days):
+        return f"at most {max_days} days ahead"
+    return None
 
 
 def sort_for_listing(entries: Iterable[MemoryEntry]) -> list[MemoryEntry]:

@@ -3,7 +3,7 @@ model's tool calls, background writes from extraction and consolidation, and his
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -16,6 +16,7 @@ from recall.domain.memory import (
     Source,
     check_key,
     check_value,
+    expiry_too_far,
     parse_category,
     parse_scope,
 )
@@ -68,11 +69,9 @@ class MemoryService:
                 "expiresAt is in the past.", [{"field": "expiresAt", "message": "in the past"}]
             )
         max_days = self._settings.memory_expiry_max_days
-        if expires_at is not None and expires_at - now > timedelta(days=max_days):
-            raise Invalid(
-                f"expiresAt is at most {max_days} days ahead.",
-                [{"field": "expiresAt", "message": f"at most {max_days} days ahead"}],
-            )
+        too_far = expiry_too_far(expires_at, now, max_days) if expires_at is not None else None
+        if too_far is not None:
+            raise Invalid(f"expiresAt is {too_far}.", [{"field": "expiresAt", "message": too_far}])
         entry = self._explicit(key, value, category, scope, thread, expires_at)
         self._own_thread(user_id, project_id, entry.conversation_id)
         guard = self._access.still(user_id, project_id, Role.EDITOR)
