@@ -18,7 +18,12 @@ from recall.domain.ids import new_id
 from recall.domain.messages import Message
 from recall.settings import get_settings
 from recall.store.conversations import conversation_key
-from recall.store.dynamodb import dynamodb_client, encode_cursor
+from recall.store.cursors import (
+    encode_cursor,
+)
+from recall.store.dynamodb import (
+    dynamodb_client,
+)
 from recall.store.keys import owner_key, thread_key
 from recall.store.messages import MessageStore
 from tests.integration.conftest import Api, session_left_behind

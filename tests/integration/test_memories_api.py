@@ -12,7 +12,13 @@ import pytest
 from recall.domain import clock
 from recall.domain.memory import Category, MemoryEntry, parse_memory_block, render_memory_block
 from recall.settings import get_settings
-from recall.store.dynamodb import encode_cursor, list_tag, to_item
+from recall.store.cursors import (
+    encode_cursor,
+    list_tag,
+)
+from recall.store.dynamodb import (
+    to_item,
+)
 from recall.store.keys import owner_key as owner_of
 from recall.store.memories import MemoryStore
 from recall.store.memory_items import entry_sk

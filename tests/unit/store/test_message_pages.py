@@ -11,7 +11,10 @@ from recall.domain.ids import new_id
 from recall.domain.messages import Message
 from recall.errors import Invalid
 from recall.settings import Settings
-from recall.store.dynamodb import decode_cursor, encode_cursor
+from recall.store.cursors import (
+    decode_cursor,
+    encode_cursor,
+)
 from recall.store.messages import MessageStore, message_item
 
 AT = "2026-11-30T00:00:00.000Z"

@@ -28,15 +28,17 @@ from pydantic.alias_generators import to_camel
 from recall.domain.conversations import Conversation
 from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.settings import Settings
+from recall.store.cursors import (
+    decode_cursor,
+    encode_cursor,
+    list_tag,
+)
 from recall.store.dynamodb import (
     Item,
     batch_get,
     cancellation_codes,
-    decode_cursor,
     dynamodb_client,
-    encode_cursor,
     from_item,
-    list_tag,
     to_item,
     to_value,
     translate,

@@ -34,6 +34,11 @@ from recall.domain.turn_memory import MemoryChange
 from recall.errors import Conflict, Forbidden
 from recall.observability import logger
 from recall.settings import Settings
+from recall.store.cursors import (
+    encode_cursor,
+    list_tag,
+    position_in,
+)
 from recall.store.dynamodb import (
     Item,
     batch_delete,
@@ -41,10 +46,7 @@ from recall.store.dynamodb import (
     cancellation_codes,
     delete_found,
     dynamodb_client,
-    encode_cursor,
     from_item,
-    list_tag,
-    position_in,
     to_value,
     translate,
 )

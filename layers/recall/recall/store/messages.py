@@ -12,15 +12,17 @@ from pydantic.alias_generators import to_camel
 from recall.domain.messages import Message
 from recall.domain.sizes import item_size
 from recall.settings import Settings
+from recall.store.cursors import (
+    encode_cursor,
+    position_in,
+)
 from recall.store.dynamodb import (
     Item,
     batch_delete,
     batch_write,
     delete_found,
     dynamodb_client,
-    encode_cursor,
     from_item,
-    position_in,
     to_item,
     to_value,
 )

@@ -21,6 +21,11 @@ from recall.domain.projects import ContextValue, Member, Project
 from recall.domain.usage import Budget
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.settings import Settings
+from recall.store.cursors import (
+    decode_cursor,
+    encode_cursor,
+    not_this_cursor,
+)
 from recall.store.dynamodb import (
     Item,
     StoredItem,
@@ -28,12 +33,9 @@ from recall.store.dynamodb import (
     batch_get,
     batch_write,
     cancellation_codes,
-    decode_cursor,
     dynamodb_client,
-    encode_cursor,
     error_code,
     from_item,
-    not_this_cursor,
     to_item,
     to_value,
     translate,
