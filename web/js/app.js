@@ -148,7 +148,7 @@ async function loadProjects(selectId) {
   state.projects = projects;
   const select = $("project-select");
   select.replaceChildren(
-    ...projects.map((project) => el("option", { value: project.id }, `${project.name} (${project.role})`)),
+    ...projects.map((project) => el("option", { value: project.id }, projectLabel(project))),
   );
   if (projects.length === 0) {
     select.append(el("option", { value: "" }, "No project yet"));
@@ -162,6 +162,17 @@ async function loadProjects(selectId) {
   const chosen = projects.find((project) => project.id === wanted) || projects[0];
   select.value = chosen.id;
   await openProject(chosen);
+}
+
+/** How the project picker names a project: its name and the person's role in it. */
+function projectLabel(project) {
+  return `${project.name} (${project.role})`;
+}
+
+/** The picker's entry for a project whose name or role changed in place. */
+function relabel(project) {
+  const option = [...$("project-select").options].find((one) => one.value === project.id);
+  if (option) option.textContent = projectLabel(project);
 }
 
 async function openProject(project) {
@@ -211,8 +222,7 @@ async function refreshRole() {
   }
   if (state.project !== project || fresh.role === project.role) return;
   project.role = fresh.role;
-  const option = [...$("project-select").options].find((one) => one.value === project.id);
-  if (option) option.textContent = `${project.name} (${project.role})`;
+  relabel(project);
   renderProject();
   if (state.conversation) renderThreadHead();
 }
@@ -1053,8 +1063,7 @@ async function renameProject(event) {
   if (!changed || state.project !== project) return;
   // Only the name changed: the open thread, the members and the rest stay as they are.
   project.name = changed.name;
-  const option = [...$("project-select").options].find((one) => one.value === project.id);
-  if (option) option.textContent = `${project.name} (${project.role})`;
+  relabel(project);
   renderProject();
 }
 
