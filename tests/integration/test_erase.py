@@ -20,6 +20,7 @@ from recall.domain.jobs import ExtractJob, SummarizeJob
 from recall.errors import Conflict
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client, to_value
+from recall.store.erasure_markers import ErasureMarkers
 from recall.store.idempotency import OWNER
 from recall.store.keys import owner_key
 from recall.store.sessions import session_key
@@ -72,6 +73,10 @@ def fill(api: Api, project: str) -> list[str]:
     return [first, second]
 
 
+def markers() -> ErasureMarkers:
+    return ErasureMarkers(get_settings(), project_store())
+
+
 def held(user: str, project: str, threads: list[str]) -> dict[str, list[Any]]:
     """Every item of ``user`` in ``project``, table by table, through the stores' queries."""
     settings = get_settings()
@@ -79,7 +84,7 @@ def held(user: str, project: str, threads: list[str]) -> dict[str, list[Any]]:
     projects = project_store()
     return {
         "membership": [role] if (role := projects.role_of(project, user)) else [],
-        "erasure marker": [True] if projects.erasure_pending(project, user) else [],
+        "erasure marker": [True] if markers().erasure_pending(project, user) else [],
         "conversations": conversation_store().ids(user, project, 1_000),
         "messages": [
             message
@@ -557,6 +562,6 @@ def test_a_member_removed_and_added_back_finds_their_threads_as_they_were(
     # now is a member's erasure, which removes his membership too
     listed = bob.get(f"/projects/{project}/conversations").body["conversations"]
     assert sorted(row["id"] for row in listed) == sorted(threads)
-    assert project_store().begin_former_erasure(project, bob.sub or "") is False
+    assert markers().begin_former_erasure(project, bob.sub or "") is False
     assert bob.delete(f"/projects/{project}/me").status == 204
     assert mentions(bob.sub or "", project) == []

@@ -22,6 +22,7 @@ from recall.errors import Conflict, DomainError
 from recall.observability import logger
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
+from recall.store.erasure_markers import ErasureMarkers
 from recall.store.exports import ExportStore
 from recall.store.idempotency import IdempotencyRecords
 from recall.store.imports import ImportStore
@@ -56,6 +57,7 @@ class ErasureService:
     ) -> None:
         self._budget = settings.erase_items_per_run
         self._projects = projects
+        self._markers = ErasureMarkers(settings, projects)
         self._conversations = conversations
         self._messages = messages
         self._sessions = sessions
@@ -74,8 +76,8 @@ class ErasureService:
         an owner removed may still erase what they left."""
         role = self._projects.role_of(project_id, user_id)
         if role is None:
-            pending = self._projects.erasure_pending(project_id, user_id)
-            if not pending and not self._projects.begin_former_erasure(project_id, user_id):
+            pending = self._markers.erasure_pending(project_id, user_id)
+            if not pending and not self._markers.begin_former_erasure(project_id, user_id):
                 require(role, Role.VIEWER)
         else:
             delta = owner_delta(role, None)
@@ -83,7 +85,7 @@ class ErasureService:
                 project = self._projects.get(project_id)
                 if project is not None and project.owner_count + delta < 1:
                     raise Conflict(LAST_OWNER)
-            self._projects.begin_member_erasure(project_id, user_id, role, delta)
+            self._markers.begin_member_erasure(project_id, user_id, role, delta)
             logger.info("erasure begun", extra={"project_id": project_id, "was": role})
         return self._run(EraseJob(user_id=user_id, project_id=project_id))
 
@@ -94,9 +96,9 @@ class ErasureService:
         on with it: it can only finish what was begun."""
         role = self._projects.role_of(project_id, user_id)
         resuming = role is None and self._projects.project_erasing(project_id)
-        if not (resuming and self._projects.erasure_pending(project_id, user_id)):
+        if not (resuming and self._markers.erasure_pending(project_id, user_id)):
             require(role, Role.OWNER)
-            self._projects.begin_project_erasure(project_id, user_id)
+            self._markers.begin_project_erasure(project_id, user_id)
             logger.info("project deletion begun", extra={"project_id": project_id})
         return self._run(EraseJob(user_id=user_id, project_id=project_id, whole_project=True))
 
@@ -133,7 +135,7 @@ class ErasureService:
     def _continue(self, job: EraseJob) -> bool:
         if job.whole_project:
             return self._continue_project(job.user_id, job.project_id)
-        if not self._projects.erasure_pending(job.project_id, job.user_id):
+        if not self._markers.erasure_pending(job.project_id, job.user_id):
             return True
         return self._member_data(job.user_id, job.project_id, self._budget) >= 0
 
@@ -142,8 +144,8 @@ class ErasureService:
         (their marker lets them retry), then the project item."""
         if not self._projects.project_erasing(project_id):
             return True
-        self._projects.markers_for_members(project_id)
-        erasures = self._projects.erasures(project_id)
+        self._markers.for_members(project_id)
+        erasures = self._markers.erasures(project_id)
         ordered = [user for user in erasures if user != caller_id]
         ordered += [user for user in erasures if user == caller_id]
         left = self._budget
@@ -156,7 +158,7 @@ class ErasureService:
         self._presets.erase(project_id)
         if self._usage.erase_jobs(project_id, max(1, left)) >= max(1, left):
             return False
-        self._projects.end_project_erasure(project_id)
+        self._markers.end_project_erasure(project_id)
         logger.info("project deleted", extra={"project_id": project_id})
         return True
 
@@ -193,6 +195,6 @@ class ErasureService:
             left -= erase(user_id, project_id, left)
             if left <= 0:
                 return -1
-        self._projects.end_member_erasure(project_id, user_id)
+        self._markers.end_member_erasure(project_id, user_id)
         logger.info("erasure done", extra={"project_id": project_id})
         return left

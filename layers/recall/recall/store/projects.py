@@ -1,10 +1,9 @@
 """The Projects table: the project item (``sk = PROJECT``) and one item per member
 (``sk = MEMBER#<userId>``, also indexed by ``memberId`` to list a user's projects).
 
-An erasure's markers live here too: ``ERASING#<userId>`` replaces a member item in the
-transaction that starts erasing that member's data (so from then on they hold no role),
-and ``erasing`` on the project item hides a project being deleted. Each marker goes last,
-once everything it stands for is gone, so a failure part-way leaves it for the retry."""
+Its keys are known here alone; ``store/erasure_markers.py`` writes an erasure's markers
+(``ERASING#<userId>``, ``erasing`` on the project item) with them. ``FORMER#<userId>`` is
+a member an owner removed, whose data waits for their own erasure or the project's."""
 
 from __future__ import annotations
 
@@ -29,9 +28,7 @@ from recall.store.cursors import (
 from recall.store.dynamodb import (
     Item,
     StoredItem,
-    batch_delete,
     batch_get,
-    batch_write,
     cancellation_codes,
     dynamodb_client,
     error_code,
@@ -78,17 +75,17 @@ def _role_in(roles: frozenset[Role]) -> tuple[str, dict[str, Any]]:
     return f"#role IN ({', '.join(values)})", values
 
 
-def _project_change_refused(exc: ClientError) -> Exception:
+def project_change_refused(exc: ClientError) -> Exception:
     """Why a change to the project item, checked against its caller's role as the
     transaction's second action, was cancelled."""
-    if _failed_at(exc, 1):
+    if failed_at(exc, 1):
         return Forbidden(ROLE_LOST)
-    if _failed_at(exc, 0):
+    if failed_at(exc, 0):
         return NotFound("No such project.")
     return translate(exc, "The project changed meanwhile; try again.")
 
 
-def _failed_at(exc: ClientError, index: int) -> bool:
+def failed_at(exc: ClientError, index: int) -> bool:
     """Whether the transaction was cancelled because item ``index``'s condition failed:
     the reasons are read by position, one per item in the order they were sent."""
     if error_code(exc) != "TransactionCanceledException":
@@ -238,13 +235,13 @@ class ProjectStore:
             update["ExpressionAttributeValues"] = values
         items: Any = [{"Update": update}]
         if user_id != caller_id:
-            items.append(self._caller_check(project_id, caller_id, frozenset({Role.OWNER})))
+            items.append(self.caller_check(project_id, caller_id, frozenset({Role.OWNER})))
         try:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
-            if _failed_at(exc, 1) or (user_id == caller_id and _failed_at(exc, 0)):
+            if failed_at(exc, 1) or (user_id == caller_id and failed_at(exc, 0)):
                 raise Forbidden(ROLE_LOST) from exc
-            if _failed_at(exc, 0):
+            if failed_at(exc, 0):
                 raise NotFound("No such member.") from exc
             raise translate(exc) from exc
         item = self.client.get_item(
@@ -300,10 +297,10 @@ class ProjectStore:
         }
         try:
             self.client.transact_write_items(
-                TransactItems=[change, self._caller_check(project_id, caller_id, caller_roles)]
+                TransactItems=[change, self.caller_check(project_id, caller_id, caller_roles)]
             )
         except ClientError as exc:
-            raise _project_change_refused(exc) from exc
+            raise project_change_refused(exc) from exc
         project = self.get(project_id)
         if project is None:
             raise NotFound("No such project.")
@@ -440,7 +437,7 @@ class ProjectStore:
         }
         items = [change, project_update]
         if checks_caller:
-            items.append(self._caller_check(member.project_id, caller_id, caller_roles))
+            items.append(self.caller_check(member.project_id, caller_id, caller_roles))
         former = former_key(member.project_id, member.user_id)
         if after is None:
             items.append({"Put": {"TableName": self._table, "Item": former}})
@@ -450,9 +447,9 @@ class ProjectStore:
         try:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
-            if checks_caller and _failed_at(exc, 2):
+            if checks_caller and failed_at(exc, 2):
                 raise Forbidden(ROLE_LOST) from exc
-            if before is None and _failed_at(exc, len(items) - 1):
+            if before is None and failed_at(exc, len(items) - 1):
                 raise Conflict(STILL_ERASING, retry_after=self._retry_after) from exc
             raise translate(exc, "The project's members changed meanwhile.") from exc
 
@@ -468,85 +465,7 @@ class ProjectStore:
             }
         }
 
-    # Erasure
-
-    def begin_member_erasure(
-        self, project_id: str, user_id: str, role: Role, owner_delta: int
-    ) -> None:
-        """In one transaction: the member item (still ``role``) gives way to its erasure
-        marker, and the owner count moves by ``owner_delta`` without reaching zero, so the
-        last owner is refused (Conflict) and a turn racing this finds no role."""
-        try:
-            self.client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Delete": {
-                            "TableName": self._table,
-                            "Key": member_key(project_id, user_id),
-                            "ConditionExpression": "#role = :role",
-                            "ExpressionAttributeNames": {"#role": "role"},
-                            "ExpressionAttributeValues": {":role": to_value(role.value)},
-                        }
-                    },
-                    {"Put": {"TableName": self._table, "Item": erasing_key(project_id, user_id)}},
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": project_key(project_id),
-                            "UpdateExpression": "ADD #owners :delta",
-                            "ConditionExpression": "attribute_exists(#pk) AND #owners >= :least",
-                            "ExpressionAttributeNames": {
-                                "#owners": "ownerCount",
-                                "#pk": "projectId",
-                            },
-                            "ExpressionAttributeValues": {
-                                ":delta": to_value(owner_delta),
-                                ":least": to_value(1 - owner_delta),
-                            },
-                        }
-                    },
-                ]
-            )
-        except ClientError as exc:
-            raise translate(exc, "The project's members changed meanwhile.") from exc
-
-    def begin_former_erasure(self, project_id: str, user_id: str) -> bool:
-        """A former member's ``FORMER#`` item gives way to their erasure marker, in one
-        transaction: ``False`` when ``user_id`` is no former member of the project."""
-        try:
-            self.client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Delete": {
-                            "TableName": self._table,
-                            "Key": former_key(project_id, user_id),
-                            "ConditionExpression": "attribute_exists(#sk)",
-                            "ExpressionAttributeNames": {"#sk": "sk"},
-                        }
-                    },
-                    {"Put": {"TableName": self._table, "Item": erasing_key(project_id, user_id)}},
-                ]
-            )
-        except ClientError as exc:
-            if _failed_at(exc, 0):
-                return False
-            raise translate(exc) from exc
-        return True
-
-    def erasure_pending(self, project_id: str, user_id: str) -> bool:
-        """Whether an erasure of ``user_id``'s data in the project has begun and not ended."""
-        return "Item" in self.client.get_item(
-            TableName=self._table, Key=erasing_key(project_id, user_id), ConsistentRead=True
-        )
-
-    def end_member_erasure(self, project_id: str, user_id: str) -> None:
-        self.client.delete_item(TableName=self._table, Key=erasing_key(project_id, user_id))
-
-    def erasures(self, project_id: str) -> list[str]:
-        """The users whose erasure in the project has begun and not ended."""
-        return self._users_under(project_id, ERASING_PREFIX)
-
-    def _users_under(self, project_id: str, prefix: str) -> list[str]:
+    def users_under(self, project_id: str, prefix: str) -> list[str]:
         """The user ids of the project's keys-only items under ``prefix``."""
         return [
             str(from_item(item)["sk"]).removeprefix(prefix)
@@ -565,66 +484,11 @@ class ProjectStore:
         for page in pages:
             yield from page["Items"]
 
-    def begin_project_erasure(self, project_id: str, caller_id: str) -> None:
-        """Mark the project as being deleted while ``caller_id`` is still an owner
-        (Forbidden otherwise): from then on it is gone to every reader and nobody joins."""
-        try:
-            self.client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": project_key(project_id),
-                            "UpdateExpression": "SET #erasing = :true",
-                            "ConditionExpression": "attribute_exists(#pk)",
-                            "ExpressionAttributeNames": {
-                                "#erasing": "erasing",
-                                "#pk": "projectId",
-                            },
-                            "ExpressionAttributeValues": {":true": to_value(True)},
-                        }
-                    },
-                    self._caller_check(project_id, caller_id, frozenset({Role.OWNER})),
-                ]
-            )
-        except ClientError as exc:
-            raise _project_change_refused(exc) from exc
-
     def project_erasing(self, project_id: str) -> bool:
         stored = self._stored(project_id)
         return stored is not None and bool(stored.erasing)
 
-    def markers_for_members(self, project_id: str) -> None:
-        """Every remaining member item of a project being deleted, and every former
-        member's, gives way to its erasure marker: the markers are written first, then the
-        members go, so a failure between the two leaves someone both (the retry finishes)
-        and never neither."""
-        users = [member.user_id for member in self.members(project_id)]
-        formers = self._users_under(project_id, FORMER_PREFIX)
-        batch_write(
-            self.client,
-            self._table,
-            [
-                {"PutRequest": {"Item": erasing_key(project_id, user_id)}}
-                for user_id in users + formers
-            ],
-            attempts=self._batch_attempts,
-            base_seconds=self._batch_base_seconds,
-        )
-        batch_delete(
-            self.client,
-            self._table,
-            [member_key(project_id, user_id) for user_id in users]
-            + [former_key(project_id, user_id) for user_id in formers],
-            attempts=self._batch_attempts,
-            base_seconds=self._batch_base_seconds,
-        )
-
-    def end_project_erasure(self, project_id: str) -> None:
-        """Delete the project item, the last of a project being deleted."""
-        self.client.delete_item(TableName=self._table, Key=project_key(project_id))
-
-    def _caller_check(self, project_id: str, caller_id: str, roles: frozenset[Role]) -> Any:
+    def caller_check(self, project_id: str, caller_id: str, roles: frozenset[Role]) -> Any:
         """A transaction item that holds only while ``caller_id``'s role is one of ``roles``."""
         return {"ConditionCheck": self._role_condition(project_id, caller_id, roles)}
 
