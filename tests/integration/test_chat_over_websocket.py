@@ -138,9 +138,20 @@ def test_latest_continues_the_thread_and_another_project_stays_apart(
 
 
 def test_done_is_exactly_the_http_reply_and_a_retried_frame_replays_it_without_a_second_turn(
-    alice: Api, make_project: MakeProject, socket_of: Callable[[Api], Socket]
+    alice: Api,
+    make_project: MakeProject,
+    socket_of: Callable[[Api], Socket],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Given a streamed turn with an idempotency key
+    # Given each function named as Lambda names it (not one name for all, as locally)
+    invoke = runtime.invoke
+
+    def as_in_lambda(function: str, event: dict[str, Any]) -> Any:
+        monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", f"recall-{function}-1A2B3C")
+        return invoke(function, event)
+
+    monkeypatch.setattr(runtime, "invoke", as_in_lambda)
+    # And a streamed turn with an idempotency key
     project = make_project(alice)
     socket = socket_of(alice)
     first = socket.chat(project, "Never use stock photos.", idempotencyKey="k-1")

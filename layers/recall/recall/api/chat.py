@@ -182,6 +182,10 @@ def replayed(answer: Answer) -> ChatReply:
     return ChatReply.model_validate(answer["reply"])
 
 
+# The prefix of every chat turn's idempotency record.
+TURN_RECORDS = "chat-turn"
+
+
 def answer_once(
     settings: Settings,
     context: LambdaContext | None,
@@ -219,6 +223,9 @@ def answer_once(
 
     once = idempotent_function(
         data_keyword_argument="request",
+        # Not the function's name, Powertools' default: the chat route and the WebSocket
+        # worker are two functions in AWS, and one key must find one record from either.
+        key_prefix=TURN_RECORDS,
         persistence_store=persistence_layer(
             settings.idempotency_table, settings.dynamodb_max_attempts
         ),
