@@ -456,3 +456,35 @@ def test_deleting_a_conversation_deletes_its_thread_memory_and_its_count(
     query = store.thread_request(alice.sub or "", project, thread)
     assert store.client.query(**query)["Items"] == []
     assert alice.get(memories(project), query=f"conversationId={thread}").status == 404
+
+
+def test_a_thread_entry_put_racing_its_threads_delete_is_404_and_leaves_nothing(
+    alice: Api, project: str, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a thread, and its delete landing after the PUT found the thread, before it writes
+    thread = new_thread(alice, project)
+    write = MemoryStore.write
+    deleted: list[int] = []
+
+    def after_the_delete(self: MemoryStore, *args: Any, **kwargs: Any) -> Any:
+        if not deleted:
+            deleted.append(alice.delete(f"/projects/{project}/conversations/{thread}").status)
+        return write(self, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryStore, "write", after_the_delete)
+    # When
+    put = alice.put(
+        f"{memories(project)}/hero",
+        {"value": "dark", "category": "preferences", "conversationId": thread},
+    )
+    # Then the entry is refused as the thread's, and nothing of it outlives the thread
+    assert deleted == [204]
+    assert put.status == 404, put
+    owner = owner_of(alice.sub or "", project)
+    left = store.client.query(
+        TableName=get_settings().memories_table,
+        KeyConditionExpression="#owner = :owner",
+        ExpressionAttributeNames={"#owner": "owner"},
+        ExpressionAttributeValues={":owner": {"S": owner}},
+    )["Items"]
+    assert [item["sk"]["S"] for item in left if thread in item["sk"]["S"]] == []

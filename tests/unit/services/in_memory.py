@@ -212,6 +212,10 @@ class InMemoryConversations:
         self.create(conversation)
         return conversation
 
+    def live_check(self, user_id: str, project_id: str, conversation_id: str) -> dict[str, Any]:
+        """A check these stores, which run one call at a time, never need to hold."""
+        return {"thread": [user_id, project_id, conversation_id]}
+
     def create(self, conversation: Conversation, guard: dict[str, Any] | None = None) -> None:
         place = _thread(conversation)
         if place in self.threads:
@@ -477,6 +481,7 @@ class InMemoryMemories:
         now: datetime,
         reason: str | None = None,
         guard: dict[str, Any] | None = None,
+        thread: dict[str, Any] | None = None,
     ) -> tuple[MemoryEntry, bool] | None:
         """``(stored, created)``; ``None`` for a background write that meets an active
         explicit entry or the cap; Conflict for an explicit write over the cap."""
@@ -522,6 +527,7 @@ class InMemoryMemories:
         source: Source,
         now: datetime,
         guard: dict[str, Any] | None = None,
+        thread: dict[str, Any] | None = None,
     ) -> MemoryEntry | None:
         place = (user_id, project_id, conversation_id, key)
         slot = self.slots.get(place)

@@ -4,6 +4,7 @@ model's tool calls, background writes from extraction and consolidation, and his
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -75,7 +76,8 @@ class MemoryService:
         entry = self._explicit(key, value, category, scope, thread, expires_at)
         self._own_thread(user_id, project_id, entry.conversation_id)
         guard = self._access.still(user_id, project_id, Role.EDITOR)
-        saved = self._memories.write(user_id, project_id, entry, now, guard=guard)
+        live = self._live(user_id, project_id, entry.conversation_id)
+        saved = self._memories.write(user_id, project_id, entry, now, guard=guard, thread=live)
         if saved is None:  # the store drops background writes only
             raise Conflict("The memory entry was not saved; try again.")
         metrics.add_metric(name="MemoriesSaved", unit=MetricUnit.Count, value=1)
@@ -86,8 +88,9 @@ class MemoryService:
         check_key(key)
         thread = self._own_thread(user_id, project_id, conversation_id)
         guard = self._access.still(user_id, project_id, Role.EDITOR)
+        live = self._live(user_id, project_id, thread)
         if not self._memories.delete(
-            user_id, project_id, key, thread, Source.EXPLICIT, clock.now(), guard
+            user_id, project_id, key, thread, Source.EXPLICIT, clock.now(), guard, live
         ):
             raise NotFound("No such memory entry.")
         metrics.add_metric(name="MemoriesDeleted", unit=MetricUnit.Count, value=1)
@@ -181,6 +184,16 @@ class MemoryService:
             source=Source.EXPLICIT,
             expires_at=clock.stamp(expires_at) if expires_at else None,
         )
+
+    def _live(
+        self, user_id: str, project_id: str, conversation_id: str | None
+    ) -> dict[str, Any] | None:
+        """For a thread entry's change, the check that its thread is still live as it lands,
+        since the thread's delete may sweep its entries between ``_own_thread`` and the
+        write."""
+        if not conversation_id:
+            return None
+        return self._conversations.live_check(user_id, project_id, conversation_id)
 
     def _own_thread(self, user_id: str, project_id: str, conversation_id: str | None) -> str | None:
         """The conversation id if it names one of the caller's threads (an empty one names

@@ -205,6 +205,17 @@ class ConversationStore:
                 ) from exc
             raise translate(exc, "A conversation with this id already exists.") from exc
 
+    def live_check(self, user_id: str, project_id: str, conversation_id: str) -> dict[str, Any]:
+        """A ``ConditionCheck`` that the thread is still there and not being deleted when
+        the transaction it joins lands: a write into a thread the delete has already swept
+        would be left behind for good."""
+        return {
+            "TableName": self._table,
+            "Key": conversation_key(user_id, project_id, conversation_id),
+            "ConditionExpression": _LIVE,
+            "ExpressionAttributeNames": _LIVE_NAMES,
+        }
+
     def _put_new(self, item: Item) -> dict[str, Any]:
         return {
             "TableName": self._table,

@@ -31,7 +31,7 @@ from recall.domain.memory import (
     sort_for_listing,
 )
 from recall.domain.turn_memory import MemoryChange
-from recall.errors import Conflict, Forbidden
+from recall.errors import Conflict, Forbidden, NotFound
 from recall.observability import logger
 from recall.settings import Settings
 from recall.store.cursors import (
@@ -76,18 +76,29 @@ if TYPE_CHECKING:
 _FAILED = "ConditionalCheckFailed"
 
 
-def _guarded(request: list[Any], guard: dict[str, Any] | None) -> list[Any]:
-    """The request with the caller's role check last, so the items' indexes stay put."""
-    return request if guard is None else [*request, {"ConditionCheck": guard}]
+def _guarded(
+    request: list[Any], guard: dict[str, Any] | None, thread: dict[str, Any] | None = None
+) -> list[Any]:
+    """The request with the thread's check, then the caller's role check, last, so the
+    items' indexes stay put."""
+    checks = [check for check in (thread, guard) if check is not None]
+    return [*request, *({"ConditionCheck": check} for check in checks)]
 
 
-def _refused(exc: ClientError, guard: dict[str, Any] | None = None) -> list[str]:
+def _refused(
+    exc: ClientError, guard: dict[str, Any] | None = None, thread: dict[str, Any] | None = None
+) -> list[str]:
     """Why DynamoDB refused a transaction, item by item (``[]`` when it conflicted with
     another one): the caller re-reads and decides. A failed ``guard`` (the last item) is
-    Forbidden; any other error is raised."""
+    Forbidden, a failed ``thread`` check (just before it) NotFound; any other error is
+    raised."""
     codes = cancellation_codes(exc)
     if guard is not None and codes[-1:] == [_FAILED]:
         raise Forbidden("Your role on this project changed: it no longer allows this.") from exc
+    if thread is not None:
+        at = len(codes) - 1 - (guard is not None)
+        if 0 <= at < len(codes) and codes[at] == _FAILED:
+            raise NotFound("No such conversation.") from exc
     if _FAILED in codes:
         return codes
     error = translate(exc)
@@ -307,12 +318,14 @@ class MemoryStore:
         now: datetime,
         reason: str | None = None,
         guard: dict[str, Any] | None = None,
+        thread: dict[str, Any] | None = None,
     ) -> tuple[MemoryEntry, bool] | None:
         """Create or update one entry: ``(stored entry, created)``. A background write
         (extracted, consolidated) that meets an active explicit entry, or the cap, is
         dropped and logged (``None``); an explicit write over the cap is a Conflict.
         ``guard``, a ``ConditionCheck`` on the caller's role, joins the transaction: when
-        it fails the write is Forbidden."""
+        it fails the write is Forbidden. So does ``thread``, a thread entry's check that its
+        thread is live: when it fails the write is NotFound."""
         owner = owner_key(user_id, project_id)
         sk = entry_sk(entry.key, entry.conversation_id)
         background = entry.source in BACKGROUND_SOURCES
@@ -321,9 +334,9 @@ class MemoryStore:
             current = self._current(owner, sk)
             stored, request = self._transactions.write(owner, entry, current, now, reason)
             try:
-                self.client.transact_write_items(TransactItems=_guarded(request, guard))
+                self.client.transact_write_items(TransactItems=_guarded(request, guard, thread))
             except ClientError as exc:
-                codes = _refused(exc, guard)
+                codes = _refused(exc, guard, thread)
                 if current is None and codes[1:2] == [_FAILED]:
                     if not reclaimed:
                         reclaimed = True
@@ -350,10 +363,11 @@ class MemoryStore:
         source: Source,
         now: datetime,
         guard: dict[str, Any] | None = None,
+        thread: dict[str, Any] | None = None,
     ) -> MemoryEntry | None:
         """Delete one active entry with its history record; ``None`` when there is none. A
         background delete never removes an explicit entry (the condition says so).
-        ``guard`` as for ``write``."""
+        ``guard`` and ``thread`` as for ``write``."""
         owner = owner_key(user_id, project_id)
         sk = entry_sk(key, conversation_id)
         background = source in BACKGROUND_SOURCES
@@ -363,9 +377,9 @@ class MemoryStore:
                 return None
             removal = self._transactions.removal(owner, current, source, now)
             try:
-                self.client.transact_write_items(TransactItems=_guarded(removal, guard))
+                self.client.transact_write_items(TransactItems=_guarded(removal, guard, thread))
             except ClientError as exc:
-                codes = _refused(exc, guard)
+                codes = _refused(exc, guard, thread)
                 if codes[:1] == [_FAILED] and background and self._explicit_holds(owner, sk, now):
                     return None
                 continue
