@@ -18,6 +18,7 @@ from local.seed import grow_thread
 from recall.domain import clock
 from recall.domain.jobs import ExtractJob, SummarizeJob
 from recall.errors import Conflict
+from recall.services.chat import ChatService
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.erasure_markers import ErasureMarkers
@@ -564,4 +565,28 @@ def test_a_member_removed_and_added_back_finds_their_threads_as_they_were(
     assert sorted(row["id"] for row in listed) == sorted(threads)
     assert markers().begin_former_erasure(project, bob.sub or "") is False
     assert bob.delete(f"/projects/{project}/me").status == 204
+    assert mentions(bob.sub or "", project) == []
+
+
+def test_a_keyed_turn_that_saved_just_before_its_callers_erasure_leaves_no_record_behind(
+    alice: Api, bob: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given bob's keyed turn, saved, and his erasure landing before its record is completed
+    project = make_project(alice, {bob: "editor"})
+    turn = ChatService.turn
+
+    def erased_before_the_record_completes(self: ChatService, *args: Any, **kwargs: Any) -> Any:
+        answer = turn(self, *args, **kwargs)
+        assert erasure_service().erase_me(bob.sub or "", project)
+        return answer
+
+    monkeypatch.setattr(ChatService, "turn", erased_before_the_record_completes)
+    # When
+    reply = bob.post(
+        f"/projects/{project}/chat",
+        {"message": "Plan the spring launch."},
+        headers={"Idempotency-Key": "k-1"},
+    )
+    # Then the turn answered, and its reply was not written back under bob in the project
+    assert reply.status == 200, reply
     assert mentions(bob.sub or "", project) == []

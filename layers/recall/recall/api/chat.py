@@ -246,9 +246,9 @@ def answer_once(
     except IdempotencyPersistenceLayerError:
         if not produced:
             raise  # nothing ran: the error handler makes it a 429 or 503, never a 500
-        # The turn is saved; only its record could not be completed. Its answer is still
-        # the truth, and a 5xx now would invite a retry that runs the turn again once the
-        # record's in-progress window has passed.
-        logger.warning("turn answered; its idempotency record stays in progress")
+        # The turn is saved; only its record could not be completed (a fault, or an
+        # erasure swept it meanwhile). Its answer is still the truth, and a 5xx now would
+        # invite a retry that runs the turn again once the in-progress window has passed.
+        logger.warning("turn answered; its idempotency record could not be completed")
         return produced[0]
     return answer

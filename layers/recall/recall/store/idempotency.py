@@ -47,6 +47,35 @@ class CallerRecords(DynamoDBPersistenceLayer):
         user_id, project_id, record = idempotency_key.split(SEPARATOR, 2)
         return {OWNER: {"S": owner_key(user_id, project_id)}, RECORD: {"S": record}}
 
+    def _update_record(self, data_record: DataRecord) -> None:
+        """Powertools' completion of a record, only onto a record that is still there: an
+        erasure that swept it while the turn ran would otherwise get the reply written back
+        under a user and project that hold nothing any more."""
+        update = "SET #response_data = :response_data, #expiry = :expiry, #status = :status"
+        names = {
+            "#owner": OWNER,
+            "#expiry": self.expiry_attr,
+            "#response_data": self.data_attr,
+            "#status": self.status_attr,
+        }
+        values: dict[str, Any] = {
+            ":expiry": {"N": str(data_record.expiry_timestamp)},
+            ":response_data": {"S": data_record.response_data},
+            ":status": {"S": data_record.status},
+        }
+        if self.payload_validation_enabled:
+            update += ", #validation_key = :validation_key"
+            names["#validation_key"] = self.validation_key_attr
+            values[":validation_key"] = {"S": data_record.payload_hash}
+        self.client.update_item(
+            TableName=self.table_name,
+            Key=self._get_key(data_record.idempotency_key),
+            UpdateExpression=update,
+            ConditionExpression="attribute_exists(#owner)",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
     def _item_to_data_record(self, item: dict[str, Any]) -> DataRecord:
         record = super()._item_to_data_record(item)
         record.idempotency_key = f"{record.idempotency_key}{SEPARATOR}{record.sort_key}"
