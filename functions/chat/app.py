@@ -17,6 +17,7 @@ from recall.api.chat import (
     answer_once,
     recorded,
     replayed,
+    turn_deadline,
 )
 from recall.domain.access import Role
 from recall.observability import logger, metrics, tracer
@@ -29,8 +30,10 @@ app = new_resolver()
 @app.post("/projects/<projectId>/chat")
 def chat(projectId: str, body: ChatRequest) -> ChatReply:
     user_id = caller_id(app)
+    settings = get_settings()
+    deadline = turn_deadline(settings, app.lambda_context, settings.chat_model_seconds)
     answer = answer_once(
-        get_settings(),
+        settings,
         app.lambda_context,
         app.current_event.headers.get("idempotency-key"),
         {"user": user_id, "project": projectId},
@@ -43,6 +46,7 @@ def chat(projectId: str, body: ChatRequest) -> ChatReply:
                 body.conversation_id,
                 body.model,
                 preset_id=body.preset_id,
+                deadline=deadline,
             )
         ),
         lambda: project_access().require(user_id, projectId, Role.EDITOR),

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from recall.api.chat import turn_deadline
 from recall.api.stream import ChatFrame, stream_turn
 from recall.domain.access import Role
 from recall.observability import logger, metrics, tracer
@@ -36,6 +37,8 @@ class HandOff(BaseModel):
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     hand_off = HandOff.model_validate(event)
     user_id, frame, body = hand_off.user, hand_off.frame, hand_off.frame.body
+    # A streamed turn may outlast API Gateway's 30 s: only this function's time bounds it.
+    deadline = turn_deadline(get_settings(), context, None)
     streamed = stream_turn(
         get_settings(),
         context,
@@ -50,6 +53,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             body.model,
             listener,
             preset_id=body.preset_id,
+            deadline=deadline,
         ),
         lambda: project_access().require(user_id, frame.project_id, Role.EDITOR),
     )

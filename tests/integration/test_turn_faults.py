@@ -28,6 +28,7 @@ from recall.domain.prompt import (
     ModelThrottled,
     ModelTimeout,
     ModelUnavailable,
+    ToolCall,
 )
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
@@ -711,3 +712,43 @@ def test_a_keyed_turn_saved_but_not_recorded_answers_its_reply_not_an_error(
     again = say(alice, project, "keyed", thread, headers=headers)
     assert again.status == 409 and "Retry-After" in again.headers
     assert snapshot(user, project).threads == after.threads
+
+
+class Slow:
+    """A model that takes ``seconds`` a round and always wants another round."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.timeouts: list[float | None] = []
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        self.timeouts.append(request.timeout_seconds)
+        time.sleep(self.seconds)
+        return ModelReply(
+            tool_calls=[ToolCall(id=f"t{len(self.timeouts)}", name="look_it_up", input={})],
+            stop_reason="tool_use",
+        )
+
+
+def test_a_turn_whose_model_outlasts_its_time_saves_the_timeout_and_answers_504_in_time(
+    alice: Api, make_project: MakeProject, model: Callable[[Any], None]
+) -> None:
+    # Given a thread, a model that takes 1.2 s a round, and a function with 2 s to spare
+    # past the time it keeps for the save
+    project = make_project(alice)
+    thread = started_thread(alice, project)
+    user = alice.sub or ""
+    before = snapshot(user, project)
+    slow = Slow(1.2)
+    model(slow)
+    body = {"message": "are you there?", "conversationId": thread}
+    seconds_left = get_settings().turn_save_reserve_seconds + 2
+    # When
+    started = time.monotonic()
+    reply = invoke_chat(chat_event(alice, project, body, "k-slow"), seconds_left)
+    # Then the second round was not asked, and the turn saved its timeout in time
+    assert time.monotonic() - started < seconds_left
+    assert (reply.status, reply.body["error"]["code"]) == (504, "model_timeout")
+    assert len(slow.timeouts) == 1
+    assert slow.timeouts[0] is not None and slow.timeouts[0] <= 2
+    assert_the_reply_is_what_was_saved(reply, "are you there?", before, snapshot(user, project))

@@ -160,9 +160,18 @@ class Settings(BaseSettings):
     )
     model_max_tokens: int = 1024
     model_temperature: float = 0.3
+    # Attempts in all, the first included: the client's for background jobs, a turn's
+    # own (backing off from MODEL_RETRY_BASE_SECONDS) within its time.
     model_max_attempts: int = 4
+    model_retry_base_seconds: float = 0.5
     model_read_timeout_seconds: int = 25
     model_connect_timeout_seconds: int = 3
+    # An HTTP turn's model calls, every round and retry, end within this many seconds of
+    # its request, so it saves and answers inside API Gateway's 30 s; past it the turn
+    # saves the error and answers 504. Every turn also keeps TURN_SAVE_RESERVE_SECONDS of
+    # its function's time for the save.
+    chat_model_seconds: int = 24
+    turn_save_reserve_seconds: int = 5
 
     # Store and maintenance
     due_shards: int = 8

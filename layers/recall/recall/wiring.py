@@ -282,7 +282,13 @@ def chat_service_with(settings: Settings) -> ChatService:
     return ChatService(
         settings,
         turn_context_loader(),
-        ToolLoop(model_choice(), memory_service(), settings.tool_rounds_max),
+        ToolLoop(
+            model_choice(),
+            memory_service(),
+            settings.tool_rounds_max,
+            settings.model_max_attempts,
+            settings.model_retry_base_seconds,
+        ),
         turn_store(),
         memory_service(),
         memory_store(),

@@ -629,5 +629,45 @@ def test_client_is_created_lazily_with_adaptive_retries_and_timeouts() -> None:
     (service,) = make_client.call_args.args
     config = make_client.call_args.kwargs["config"]
     assert service == "bedrock-runtime"
-    assert config.retries == {"mode": "adaptive", "max_attempts": 4}
+    assert config.retries == {"mode": "adaptive", "total_max_attempts": 4}
     assert (config.read_timeout, config.connect_timeout) == (12.0, 2.0)
+
+
+def test_a_call_within_a_turns_time_tries_once_with_a_read_timeout_inside_it() -> None:
+    # Given clients whose every send times out, counted per client
+    made: list[tuple[Config, list[int]]] = []
+    real = boto3.client
+
+    def make(service: str, config: Config) -> Any:
+        client = real(
+            service,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+            config=config,
+        )
+        sends: list[int] = []
+
+        def time_out(**_: Any) -> None:
+            sends.append(1)
+            raise ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
+
+        client.meta.events.register("before-send.bedrock-runtime.Converse", time_out)
+        made.append((config, sends))
+        return client
+
+    request = ModelRequest(
+        model_id=MODEL, system=[], messages=[PromptMessage(role="user", text="Hi")]
+    )
+    with mock.patch("recall.providers.bedrock.boto3.client", side_effect=make):
+        provider = BedrockProvider(max_attempts=4, read_timeout=25.0, connect_timeout=3.0)
+        # When two calls have 7.6 s and 7.2 s left, and one has more than the read timeout
+        for left in (7.6, 7.2, 40.0):
+            with pytest.raises(ModelTimeout):
+                provider.converse(request.model_copy(update={"timeout_seconds": left}))
+    # Then the first two share one client that waits 7 s and tries once each
+    (seven, seven_sends), (capped, capped_sends) = made
+    assert (seven.read_timeout, seven.retries) == (7, {"mode": "standard", "total_max_attempts": 1})
+    assert seven_sends == [1, 1]
+    # And a call with time to spare still waits no longer than the read timeout, once
+    assert (capped.read_timeout, capped_sends) == (25, [1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+import time
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
@@ -155,6 +156,21 @@ class ClearedView(View):
 
 
 Answer = dict[str, Any]
+
+
+def turn_deadline(
+    settings: Settings, context: LambdaContext | None, model_seconds: float | None
+) -> float:
+    """When a turn's model must be done (``time.monotonic`` seconds): within
+    ``model_seconds`` of now, if given, and in any case TURN_SAVE_RESERVE_SECONDS before
+    the function's own time runs out, so the turn saves what happened either way."""
+    limits = [] if model_seconds is None else [float(model_seconds)]
+    if context is not None:
+        left = context.get_remaining_time_in_millis() / 1000
+        limits.append(left - settings.turn_save_reserve_seconds)
+    if not limits:
+        limits.append(float(settings.chat_model_seconds))
+    return time.monotonic() + min(limits)
 
 
 def recorded(turn: Callable[[], TurnOutcome]) -> Answer:

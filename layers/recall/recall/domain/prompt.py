@@ -53,6 +53,9 @@ class ModelRequest(BaseModel):
     # whose model caches a prompt's prefix marks these ends; 0 marks nothing.
     stable_system: int = 0
     stable_messages: int = 0
+    # At most how long this call may wait for the model, when a turn's time is running
+    # out; None leaves it to the provider's own read timeout and retries.
+    timeout_seconds: float | None = None
 
 
 class Usage(BaseModel):

@@ -109,15 +109,17 @@ class BedrockProvider:
         connect_timeout: float = 5.0,
         cache_model_prefixes: tuple[str, ...] = (),
     ) -> None:
-        # The read timeout stays under API Gateway's 30 s so a slow model ends as a
-        # clean 504 from us rather than a bare gateway timeout.
         self._client = client
+        self._injected = client is not None
         self._cache_model_prefixes = cache_model_prefixes
+        self._read_timeout = read_timeout
+        self._connect_timeout = connect_timeout
         self._config = Config(
-            retries={"mode": "adaptive", "max_attempts": max_attempts},
+            retries={"mode": "adaptive", "total_max_attempts": max_attempts},
             read_timeout=read_timeout,
             connect_timeout=connect_timeout,
         )
+        self._timed: dict[int, BedrockRuntimeClient] = {}
 
     @property
     def client(self) -> BedrockRuntimeClient:
@@ -126,13 +128,30 @@ class BedrockProvider:
             self._client = boto3.client("bedrock-runtime", config=self._config)
         return self._client
 
+    def _client_within(self, timeout: float | None) -> BedrockRuntimeClient:
+        """The client for a call that must end within ``timeout`` seconds: botocore's read
+        timeout is the client's, and its retries would wait it out again on every
+        attempt, so such a call gets a client of that many whole seconds (a few, made
+        once each) that tries once; the turn retries within its own time."""
+        if timeout is None or self._injected:
+            return self.client
+        seconds = max(1, min(int(timeout), int(self._read_timeout)))
+        if seconds not in self._timed:
+            config = Config(
+                retries={"mode": "standard", "total_max_attempts": 1},
+                read_timeout=seconds,
+                connect_timeout=min(self._connect_timeout, seconds),
+            )
+            self._timed[seconds] = boto3.client("bedrock-runtime", config=config)
+        return self._timed[seconds]
+
     def converse(self, request: ModelRequest) -> ModelReply:
         """Send one Converse request and map the reply, or raise a `ModelError`."""
         params = converse_params(
             request, cache_points=caches_prompts(request.model_id, self._cache_model_prefixes)
         )
         try:
-            response = self.client.converse(**params)
+            response = self._client_within(request.timeout_seconds).converse(**params)
         except (ClientError, BotoCoreError) as exc:
             raise model_error(exc, request.model_id) from exc
         return model_reply(response)
@@ -146,7 +165,8 @@ class BedrockProvider:
         )
         try:
             # The same request: it differs from Converse's only in a guardrail we never set.
-            response = self.client.converse_stream(**cast("ConverseStreamRequestTypeDef", params))
+            client = self._client_within(request.timeout_seconds)
+            response = client.converse_stream(**cast("ConverseStreamRequestTypeDef", params))
             return streamed_reply(response["stream"], on_text)
         except (ClientError, BotoCoreError) as exc:
             raise model_error(exc, request.model_id) from exc

@@ -91,10 +91,12 @@ class ChatService:
         model: str | None,
         listener: TurnListener | None = None,
         preset_id: str | None = None,
+        deadline: float | None = None,
     ) -> TurnOutcome:
         """One turn; a ``listener`` (the WebSocket stream) hears it while it runs and
         changes nothing it saves. ``preset_id`` starts a new thread from that preset; a
-        ``model`` named here wins over the thread's settings for this turn."""
+        ``model`` named here wins over the thread's settings for this turn. The model is
+        done by ``deadline`` (``time.monotonic`` seconds), or the turn saves a timeout."""
         settings = self._settings
         text = checked_message(text, settings.message_max_chars)
         chosen = checked_model(model, settings.default_model_id, settings.allowed_model_ids)
@@ -113,7 +115,9 @@ class ChatService:
         model_id = chosen if model is not None else thread.model
         request = assemble(loaded.context, text, model_id, thread.max_tokens, thread.temperature)
         memory = self._memory.turn_memory(loaded.memory)
-        exchange = self._tools.converse(request, memory, conversation.conversation_id, listener)
+        exchange = self._tools.converse(
+            request, memory, conversation.conversation_id, listener, deadline
+        )
         saved, left_window, written = self._save(loaded, text, model_id, exchange, memory)
         self._followups.queue(
             self._followups.jobs_after(

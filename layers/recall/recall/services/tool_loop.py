@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import json
+import time
 
 from pydantic import ValidationError
 
+from recall.domain.conversations import Conversation
 from recall.domain.prompt import (
     ModelError,
     ModelProvider,
     ModelReply,
     ModelRequest,
+    ModelThrottled,
+    ModelTimeout,
+    ModelUnavailable,
     PromptMessage,
     StreamingProvider,
     ToolCall,
@@ -25,6 +30,10 @@ from recall.domain.turns import Exchange, ToolRound
 from recall.errors import DomainError
 from recall.observability import logger
 from recall.services.memories import MemoryService
+from recall.store.dynamodb import backoff_seconds
+
+# A call with less time than this left is not made: it could not finish.
+CALL_SECONDS_MIN = 1.0
 
 
 class ToolLoop:
@@ -33,10 +42,18 @@ class ToolLoop:
         provider_for: Callable[[str], ModelProvider],
         memory: MemoryService,
         rounds_max: int,
+        attempts: int = 1,
+        retry_base_seconds: float = 0.5,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._provider_for = provider_for
         self._memory = memory
         self._rounds_max = rounds_max
+        self._attempts = attempts
+        self._retry_base_seconds = retry_base_seconds
+        self._monotonic = monotonic
+        self._sleep = sleep
 
     def converse(
         self,
@@ -44,11 +61,14 @@ class ToolLoop:
         memory: TurnMemory,
         conversation_id: str,
         listener: TurnListener | None = None,
+        deadline: float | None = None,
     ) -> Exchange:
         """Never raises for the model's sake: a failure is kept on the exchange, so the
         turn still saves the user's message. The tools' memory changes are held in
         ``memory`` until the turn saves them with its messages. A ``listener`` hears the
-        reply text as it is written and each tool call as it runs."""
+        reply text as it is written and each tool call as it runs. With a ``deadline``
+        (``monotonic`` seconds), every round and retry ends by then, or the turn fails
+        as a model timeout, so it still saves before its caller stops waiting."""
         exchange = Exchange()
         provider = self._provider_for(request.model_id)
         try:
@@ -59,7 +79,7 @@ class ToolLoop:
                     if tools_allowed
                     else request.model_copy(update={"tools": [], "tool_choice": None})
                 )
-                reply = _ask(provider, sent, listener)
+                reply = self._ask_within(provider, sent, listener, deadline)
                 exchange.usage = exchange.usage + reply.usage
                 if not (reply.tool_calls and tools_allowed):
                     exchange.reply = reply
@@ -100,6 +120,37 @@ class ToolLoop:
             )
         return exchange
 
+    def _ask_within(
+        self,
+        provider: ModelProvider,
+        request: ModelRequest,
+        listener: TurnListener | None,
+        deadline: float | None,
+    ) -> ModelReply:
+        """One round by the deadline: each call gets the time left, and a throttled or
+        unavailable model is asked again (up to ``attempts``, backing off) while time is
+        left and nothing of the reply has been heard yet."""
+        if deadline is None:
+            return _ask(provider, request, listener)
+        heard = _Heard(listener)
+        for attempt in range(1, self._attempts + 1):
+            left = deadline - self._monotonic()
+            if left < CALL_SECONDS_MIN:
+                raise ModelTimeout("The model did not answer within this turn's time.")
+            try:
+                return _ask(
+                    provider,
+                    request.model_copy(update={"timeout_seconds": left}),
+                    heard if listener is not None else None,
+                )
+            except (ModelThrottled, ModelUnavailable):
+                pause = backoff_seconds(attempt - 1, self._retry_base_seconds)
+                time_after = deadline - self._monotonic() - pause
+                if attempt == self._attempts or heard.any or time_after < CALL_SECONDS_MIN:
+                    raise
+                self._sleep(pause)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
     def _run(self, call: ToolCall, memory: TurnMemory, conversation_id: str) -> ToolResult:
         """Memory tools change explicit entries and cost nothing; a bad call is an error the
         model reads, never a failed turn."""
@@ -136,6 +187,28 @@ class ToolLoop:
         except (DomainError, KeyError, ValidationError, ValueError) as error:
             reason = error.message if isinstance(error, DomainError) else f"invalid input ({error})"
             return ToolResult(tool_call_id=call.id, content=reason, is_error=True)
+
+
+class _Heard:
+    """A listener that remembers whether any text reached it: a retry after some reply
+    text was streamed would send the client that text twice."""
+
+    def __init__(self, listener: TurnListener | None) -> None:
+        self._listener = listener
+        self.any = False
+
+    def started(self, conversation: Conversation, created: bool) -> None:
+        if self._listener is not None:
+            self._listener.started(conversation, created)
+
+    def text(self, chunk: str) -> None:
+        self.any = True
+        if self._listener is not None:
+            self._listener.text(chunk)
+
+    def tool(self, name: str, key: str | None, outcome: ToolOutcome) -> None:
+        if self._listener is not None:
+            self._listener.tool(name, key, outcome)
 
 
 def _ask(
