@@ -26,6 +26,7 @@ from recall.store.dynamodb import (
 )
 from recall.store.keys import owner_key, thread_key
 from recall.store.messages import MessageStore
+from recall.wiring import conversation_store
 from tests.integration.conftest import Api, session_left_behind
 
 MakeProject = Callable[..., str]
@@ -491,3 +492,23 @@ def test_a_thread_answered_alone_carries_its_period_as_the_list_does(
     listed = alice.get(f"/projects/{project}/conversations").body["conversations"]
     periods = [created.body["period"], shown["period"], renamed.body["period"]]
     assert periods == [listed[0]["period"]] * 3
+
+
+def test_abandoning_a_thread_keeps_it_once_a_turn_saved_into_it(
+    alice: Api, make_project: Callable[..., str]
+) -> None:
+    # Given a thread with a saved turn, and one made for a turn that saved nothing
+    project = make_project(alice)
+    store = conversation_store()
+    said = alice.post(f"/projects/{project}/chat", {"message": "hello"}).body["conversation"]
+    used = store.get(alice.sub or "", project, said["id"])
+    assert used is not None
+    fresh = {"conversation_id": new_id(), "message_count": 0, "last_message_id": None}
+    empty = used.model_copy(update=fresh)
+    store.create(empty)
+    # When a refused turn abandons each
+    assert store.abandon(used) is False
+    assert store.abandon(empty) is True
+    # Then the used one stays, whole, and the empty one is gone
+    assert store.get(alice.sub or "", project, said["id"]) == used
+    assert store.get(alice.sub or "", project, empty.conversation_id) is None

@@ -290,6 +290,14 @@ class InMemoryConversations:
         self.threads.pop(place, None)
         self.deleting.discard(place)
 
+    def abandon(self, conversation: Conversation) -> bool:
+        place = (conversation.user_id, conversation.project_id, conversation.conversation_id)
+        held = self.threads.get(place)
+        if held is None or held.message_count:
+            return False
+        del self.threads[place]
+        return True
+
     def counted_turn(self, turn: SavedTurn) -> None:
         """What a saved turn does to its thread's counters, version and window start
         (TurnStore's transaction)."""

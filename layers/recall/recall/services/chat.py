@@ -118,7 +118,11 @@ class ChatService:
         exchange = self._tools.converse(
             request, memory, conversation.conversation_id, listener, deadline
         )
-        saved, left_window, written = self._save(loaded, text, model_id, exchange, memory)
+        try:
+            saved, left_window, written = self._save(loaded, text, model_id, exchange, memory)
+        except Exception:
+            self._loader.abandon(loaded)
+            raise
         self._followups.queue(
             self._followups.jobs_after(
                 conversation,

@@ -35,7 +35,7 @@ from recall.domain.session import belongs_in_window, window_of
 from recall.domain.turns import LATEST
 from recall.domain.usage import MemberUsage, over_budget, refusal_message
 from recall.errors import BudgetExceeded, NotFound
-from recall.observability import metrics
+from recall.observability import logger, metrics
 from recall.services.presets import thread_settings, unknown_preset
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
@@ -122,6 +122,17 @@ class TurnContextLoader:
         )
         assert reads.conversation is not None
         return self._loaded(reads, memory, reads.conversation, page, False, now)
+
+    def abandon(self, loaded: LoadedTurn) -> None:
+        """Undo the thread ``for_turn`` made for a turn that then saved nothing: the
+        refusal names no thread, so a retry as told starts another and this one would stay
+        in the list, empty. Best effort: the refusal is what the caller must hear."""
+        if not loaded.created:
+            return
+        try:
+            self._conversations.abandon(loaded.conversation)
+        except Exception:
+            logger.exception("an empty thread of a refused turn could not be deleted")
 
     def for_preview(
         self, user_id: str, project_id: str, conversation_id: str, now: datetime

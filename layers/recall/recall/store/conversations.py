@@ -38,6 +38,7 @@ from recall.store.dynamodb import (
     batch_get,
     cancellation_codes,
     dynamodb_client,
+    error_code,
     from_item,
     to_item,
     to_value,
@@ -560,6 +561,25 @@ class ConversationStore:
             )
         except ClientError as exc:
             raise _missing_if_conflict(exc) from exc
+
+    def abandon(self, conversation: Conversation) -> bool:
+        """Delete a thread a turn made but saved nothing to (no ``lastMessageId`` yet), so a
+        refused first message leaves no empty thread behind; ``False`` when a turn saved
+        into it meanwhile, and it stays."""
+        place = (conversation.user_id, conversation.project_id, conversation.conversation_id)
+        try:
+            self.client.delete_item(
+                TableName=self._table,
+                Key=conversation_key(*place),
+                ConditionExpression="attribute_not_exists(#last)",
+                ExpressionAttributeNames={"#last": "lastMessageId"},
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise translate(exc) from exc
+        self.client.delete_item(TableName=self._table, Key=policy_key(*place))
+        return True
 
     def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
         """Both items of the thread, its policy item first: a delete that stops between
