@@ -19,8 +19,8 @@ from recall.api.models import (
     MessageView,
     UpdateConversationRequest,
 )
+from recall.domain.presets import KEEP, SettingsChange
 from recall.observability import logger, metrics, tracer
-from recall.services.conversations import KEEP, SettingsChange
 from recall.settings import get_settings
 from recall.wiring import conversation_service
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 import json
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -27,7 +29,7 @@ from recall.store.dynamodb import (
 from recall.store.keys import owner_key, thread_key
 from recall.store.messages import MessageStore
 from recall.wiring import conversation_store
-from tests.integration.conftest import Api, session_left_behind
+from tests.integration.conftest import Api, Reply, session_left_behind
 
 MakeProject = Callable[..., str]
 
@@ -137,6 +139,117 @@ def test_renaming_a_thread_moves_it_to_the_top(alice: Api, make_project: MakePro
     assert renamed.body["title"] == "Spring campaign"
     rows = alice.get(f"/projects/{project}/conversations").body["conversations"]
     assert rows[0]["id"] == oldest
+
+
+@contextmanager
+def landing_first(meanwhile: Callable[[], Any]) -> Iterator[None]:
+    """``meanwhile`` (another request) runs once, just before the next write to a thread
+    leaves for DynamoDB: after that request read the thread, before its write lands, as
+    another Lambda's request could."""
+    table = get_settings().conversations_table
+    ran: list[bool] = []
+
+    def before_the_write(params: dict[str, Any], **_: Any) -> None:
+        if params.get("TableName") == table and not ran:
+            ran.append(True)
+            meanwhile()
+
+    events = dynamodb_client().meta.events
+    hook = "before-parameter-build.dynamodb.UpdateItem"
+    events.register(hook, before_the_write, unique_id="landing-first")
+    try:
+        yield
+    finally:
+        events.unregister(hook, unique_id="landing-first")
+    assert ran, "nothing wrote to the thread"
+
+
+def one_millisecond(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every request from now on stamps the same instant, as two Lambdas may: their
+    ``updatedAt`` cannot tell their writes apart."""
+    instant = clock.now()
+    monkeypatch.setattr(clock, "now", lambda: instant)
+
+
+def test_a_rename_racing_an_archive_keeps_the_archive(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a live thread, and requests in one millisecond
+    project = make_project(alice)
+    thread = start(alice, project, "Draft")["id"]
+    one_millisecond(monkeypatch)
+    path = f"/projects/{project}/conversations/{thread}"
+    archive: list[Reply] = []
+    # When an archive lands between a rename's read and its write
+    with landing_first(lambda: archive.append(alice.patch(path, {"archived": True}))):
+        renamed = alice.patch(path, {"title": "Spring campaign"})
+    # Then both changes hold, and the rename answers the thread as written
+    assert archive[0].status == 200 and archive[0].body["archived"] is True
+    assert renamed.status == 200, renamed
+    assert (renamed.body["title"], renamed.body["archived"]) == ("Spring campaign", True)
+    shown = alice.get(path).body["conversation"]
+    assert (shown["title"], shown["archived"]) == ("Spring campaign", True)
+    # And the thread is listed with the archived ones, not the live ones
+    base = f"/projects/{project}/conversations"
+    assert alice.get(base).body["conversations"] == []
+    archived = alice.get(base, query="archived=true").body["conversations"]
+    assert [row["id"] for row in archived] == [thread]
+
+
+@pytest.mark.parametrize(
+    "before",
+    [None, {"useSummary": False, "windowMessages": 4}],
+    ids=["a thread without overrides", "a thread with overrides"],
+)
+def test_two_settings_patches_of_different_settings_keep_both(
+    alice: Api,
+    make_project: MakeProject,
+    monkeypatch: pytest.MonkeyPatch,
+    before: dict[str, Any] | None,
+) -> None:
+    # Given a thread, with or without overrides of its own, and requests in one millisecond
+    project = make_project(alice)
+    thread = start(alice, project)["id"]
+    path = f"/projects/{project}/conversations/{thread}"
+    if before is not None:
+        assert alice.patch(path, {"settings": before}).status == 200
+    one_millisecond(monkeypatch)
+    other: list[Reply] = []
+    # When one PATCH sets maxTokens between another's read and its write
+    with landing_first(lambda: other.append(alice.patch(path, {"settings": {"maxTokens": 500}}))):
+        first = alice.patch(path, {"settings": {"temperature": 0.2, "useSummary": None}})
+    # Then the thread overrides both, and still what neither named
+    assert other[0].status == 200 and first.status == 200, (other, first)
+    settings = alice.get(path).body["conversation"]["settings"]
+    assert (settings["temperature"], settings["maxTokens"]) == (0.2, 500)
+    assert settings["useSummary"] is None
+    assert settings["windowMessages"] == (4 if before else None)
+    assert first.body["settings"] == settings
+
+
+def test_a_patch_never_moves_a_thread_back_behind_a_turn_saved_meanwhile(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a thread
+    project = make_project(alice)
+    thread = start(alice, project)["id"]
+    path = f"/projects/{project}/conversations/{thread}"
+    after_turn: list[dict[str, Any]] = []
+
+    def a_later_turn() -> None:
+        time.sleep(0.005)  # a clock tick past the rename's stamp
+        body = {"message": "hi", "conversationId": thread}
+        assert alice.post(f"/projects/{project}/chat", body).status == 200
+        after_turn.append(alice.get(path).body["conversation"])
+
+    # When a turn saves between a rename's read and its write
+    with landing_first(a_later_turn):
+        renamed = alice.patch(path, {"title": "Spring campaign"})
+    # Then the thread keeps both, and its updatedAt is not older than the turn's
+    assert renamed.status == 200, renamed
+    shown = alice.get(path).body["conversation"]
+    assert (shown["title"], shown["messageCount"]) == ("Spring campaign", 2)
+    assert shown["updatedAt"] >= after_turn[0]["updatedAt"]
 
 
 def test_limit_is_bounded_and_archived_threads_are_listed_apart(

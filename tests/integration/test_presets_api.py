@@ -205,6 +205,26 @@ def test_a_thread_follows_its_preset_until_it_overrides_and_again_after_null(
     assert context_of(alice, project, thread)["settings"]["temperature"] == 0.2
 
 
+def test_a_thread_whose_overrides_all_stopped_one_by_one_follows_again(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a thread overriding two settings
+    project = make_project(alice)
+    thread = alice.post(f"/projects/{project}/conversations", {}).body["id"]
+    path = f"/projects/{project}/conversations/{thread}"
+    assert alice.patch(path, {"settings": {"temperature": 0.9, "maxTokens": 300}}).status == 200
+    # When each stops overriding, in its own PATCH
+    assert alice.patch(path, {"settings": {"temperature": None}}).body["settings"] is not None
+    last = alice.patch(path, {"settings": {"maxTokens": None}})
+    # Then the thread has no overrides, as one that never had any
+    assert (last.status, last.body["settings"]) == (200, None)
+    assert alice.get(path).body["conversation"]["settings"] is None
+    # And overriding again starts from nothing
+    again = alice.patch(path, {"settings": {"useSummary": False}})
+    assert again.body["settings"]["useSummary"] is False
+    assert again.body["settings"]["temperature"] is None
+
+
 def test_a_thread_setting_out_of_bounds_is_422(alice: Api, make_project: MakeProject) -> None:
     project = make_project(alice)
     thread = alice.post(f"/projects/{project}/conversations", {}).body["id"]

@@ -177,6 +177,8 @@ class Settings(BaseSettings):
     due_shards: int = 8
     dynamodb_max_attempts: int = 4
     member_change_attempts: int = 3
+    # A thread's PATCH read again and applied again when the thread changed under it.
+    thread_change_attempts: int = 4
     # Unprocessed batch items are retried with bounded exponential backoff and jitter.
     batch_retry_attempts: int = 8
     batch_retry_base_seconds: float = 0.05

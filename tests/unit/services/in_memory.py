@@ -29,7 +29,7 @@ from recall.domain.memory import (
     sort_for_listing,
 )
 from recall.domain.messages import Message
-from recall.domain.presets import ThreadSettings
+from recall.domain.presets import SettingsChange, ThreadSettings
 from recall.domain.projects import Member, Project
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.domain.turn_memory import MemoryChange
@@ -256,20 +256,37 @@ class InMemoryConversations:
         rows, _ = self.page(user_id, project_id, archived=False, limit=1, cursor=None)
         return rows[0] if rows else None
 
-    def update(self, conversation: Conversation) -> Conversation:
-        place = _thread(conversation)
-        if self.get(*place) is None:
+    def update(
+        self,
+        seen: Conversation,
+        at: str,
+        *,
+        title: str | None,
+        archived: bool | None,
+        settings: SettingsChange,
+    ) -> Conversation:
+        """Only what the PATCH names, settings merged into those held now; ``Conflict``
+        where the store's write condition would fail."""
+        place = _thread(seen)
+        held = self.get(*place)
+        if held is None:
             raise NotFound("No such conversation.")
-        stored = self.threads[place].model_copy(
-            update={
-                "title": conversation.title,
-                "archived": conversation.archived,
-                "settings": conversation.settings,
-                "updated_at": conversation.updated_at,
-            }
-        )
-        self.threads[place] = stored
-        return conversation
+        if held.updated_at > at or (archived is None and held.archived != seen.archived):
+            raise Conflict("The conversation changed meanwhile.")
+        if isinstance(settings, dict) and (held.settings is None) != (seen.settings is None):
+            raise Conflict("The conversation changed meanwhile.")
+        changes: dict[str, Any] = {"updated_at": at}
+        if title is not None:
+            changes["title"] = title
+        if archived is not None:
+            changes["archived"] = archived
+        if settings is None:
+            changes["settings"] = None
+        elif isinstance(settings, dict):
+            merged = (held.settings or ThreadSettings()).patched(settings)
+            changes["settings"] = merged if merged.given() else None
+        self.threads[place] = held.model_copy(update=changes)
+        return self.threads[place]
 
     def mark_cleared(
         self, user_id: str, project_id: str, conversation_id: str, marker: str

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from recall.domain import clock
 from recall.domain.access import Role
-from recall.domain.conversations import DEFAULT_TITLE, Period
+from recall.domain.conversations import DEFAULT_TITLE, Conversation, Period
 from recall.domain.ids import new_id
 from recall.domain.memory import Category, MemoryEntry, Scope
-from recall.errors import Forbidden, Invalid, NotFound
+from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.settings import Settings
-from tests.unit.services.in_memory import InMemoryRecall, messages_of
+from tests.unit.services.in_memory import InMemoryConversations, InMemoryRecall, messages_of
 
 ALICE, BOB, VIEWER, STRANGER = "alice", "bob", "vera", "stranger"
 
@@ -155,6 +156,33 @@ def test_renaming_or_archiving_keeps_what_was_not_asked_and_moves_updated_at() -
     shelved, _ = service.list_conversations(BOB, project, True, 50, None)
     assert live == []
     assert [row.conversation_id for row, _ in shelved] == [thread.conversation_id]
+
+
+class AlwaysChanged(InMemoryConversations):
+    """A thread some other request changes between every read and write of a PATCH."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def update(self, seen: Conversation, at: str, **change: Any) -> Conversation:
+        self.writes += 1
+        raise Conflict("The conversation changed meanwhile.")
+
+
+def test_a_patch_on_a_thread_that_keeps_changing_gives_up_with_a_retry_after() -> None:
+    # Given a thread that changes under every attempt
+    conversations = AlwaysChanged()
+    recall = InMemoryRecall(Settings(thread_change_attempts=3), conversations=conversations)
+    project = shop(recall)
+    thread = conversations.add(BOB, project, title="Before")
+    # When
+    with pytest.raises(Conflict) as refused:
+        recall.conversation_service.update(BOB, project, thread.conversation_id, "After", None)
+    # Then it tried THREAD_CHANGE_ATTEMPTS times, and says when to come back
+    assert conversations.writes == 3
+    assert refused.value.retry_after == recall.settings.retry_after_seconds
+    assert conversations.get(BOB, project, thread.conversation_id) == thread
 
 
 def test_threads_are_listed_newest_first_with_the_period_they_were_last_updated_in() -> None:

@@ -7,8 +7,8 @@ import pytest
 
 from recall.domain.access import Role
 from recall.domain.jobs import SummarizeJob
+from recall.domain.presets import KEEP
 from recall.providers.offline import OfflineProvider
-from recall.services.conversations import KEEP
 from recall.settings import Settings
 from tests.unit.services.in_memory import InMemoryRecall
 

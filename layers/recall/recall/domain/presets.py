@@ -43,6 +43,17 @@ class ThreadSettings(Stored):
         return ThreadSettings.model_validate({**self.given(), **changes})
 
 
+class Keep:
+    """A thread's PATCH that leaves its settings as they are."""
+
+
+KEEP = Keep()
+# What a thread's PATCH does to its overrides: ``KEEP`` leaves them, ``None`` drops them all
+# (the thread follows its preset and the project again), a dict is a merge patch into them
+# (a ``None`` inside stops overriding that one setting).
+SettingsChange = Keep | dict[str, Any] | None
+
+
 class EffectiveSettings(BaseModel):
     """What a turn runs with, every setting resolved."""
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_lambda_powertools.metrics import MetricUnit
 
 from recall.domain import clock
@@ -12,8 +10,14 @@ from recall.domain.conversations import DEFAULT_TITLE, Conversation, Period, per
 from recall.domain.ids import is_id, new_id
 from recall.domain.memory import plain_text, shows_something
 from recall.domain.messages import Message
-from recall.domain.presets import PresetCopy, ThreadSettings, checked_settings
-from recall.errors import Invalid, NotFound
+from recall.domain.presets import (
+    KEEP,
+    PresetCopy,
+    SettingsChange,
+    ThreadSettings,
+    checked_settings,
+)
+from recall.errors import Conflict, Invalid, NotFound
 from recall.observability import logger, metrics
 from recall.services.access import ProjectAccess
 from recall.services.presets import setting_limits, unknown_preset
@@ -24,14 +28,6 @@ from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
 from recall.store.presets import PresetStore
 from recall.store.sessions import SessionStore
-
-
-class Keep:
-    """A PATCH that leaves the thread's settings as they are."""
-
-
-KEEP = Keep()
-SettingsChange = Keep | dict[str, Any] | None
 
 
 class ConversationService:
@@ -106,27 +102,38 @@ class ConversationService:
         archived: bool | None,
         settings: SettingsChange = KEEP,
     ) -> Conversation:
-        """``settings``: ``KEEP`` leaves the overrides, ``None`` drops them (the thread follows
-        its preset and the project again), a dict is merged into them (a null stops
-        overriding that one)."""
+        """Change only what the PATCH names: another PATCH or a turn landing between this
+        read and its write keeps its own change. ``settings``: ``KEEP`` leaves the
+        overrides, ``None`` drops them (the thread follows its preset and the project
+        again), a dict is merged into them (a null stops overriding that one). When the
+        thread changed in a way the write depends on (its archive flag, whether it has
+        overrides, a later ``updatedAt``), it is read again and the PATCH applied again."""
         self._access.require(user_id, project_id, Role.EDITOR)
-        conversation = self._owned(user_id, project_id, conversation_id)
-        overrides = conversation.settings
-        if settings is None:
-            overrides = None
-        elif not isinstance(settings, Keep):
-            merged = (overrides or ThreadSettings()).patched(settings)
-            checked = checked_settings(merged, setting_limits(self._settings), "settings")
-            overrides = checked if checked.given() else None
-        changed = conversation.model_copy(
-            update={
-                "title": self._checked_title(title) if title is not None else conversation.title,
-                "archived": archived if archived is not None else conversation.archived,
-                "updated_at": clock.stamp(clock.now()),
-                "settings": overrides,
-            }
+        attempts = self._settings.thread_change_attempts
+        for attempt in range(attempts):
+            seen = self._owned(user_id, project_id, conversation_id)
+            if isinstance(settings, dict):
+                # Checked as merged, as the thread will hold them; each bound is a single
+                # setting's, so the ones merged in by a racing PATCH were checked by it.
+                merged = (seen.settings or ThreadSettings()).patched(settings)
+                checked_settings(merged, setting_limits(self._settings), "settings")
+            cleaned = self._checked_title(title) if title is not None else None
+            # Never earlier than the stamp read: a clock behind another writer's would
+            # otherwise fail the write's forward-only condition on every attempt.
+            at = max(clock.stamp(clock.now()), seen.updated_at)
+            try:
+                return self._conversations.update(
+                    seen, at, title=cleaned, archived=archived, settings=settings
+                )
+            except Conflict:
+                logger.info(
+                    "thread changed during its PATCH; applying it again",
+                    extra={"attempt": attempt + 1},
+                )
+        raise Conflict(
+            "The conversation kept changing meanwhile; nothing was changed. Try again.",
+            retry_after=self._settings.retry_after_seconds,
         )
-        return self._conversations.update(changed)
 
     def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
         """Hide the thread, then delete its messages, session and thread memory, then the
