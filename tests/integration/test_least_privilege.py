@@ -516,7 +516,7 @@ def turns(recorder: Recorder, bedrock: BedrockProvider, say: Callable[..., Any])
     for _ in range(2):  # the retry is answered from the idempotency record
         say(project, "Never use bright blue anywhere.", thread, **{"Idempotency-Key": "k-1"})
     say(project, "Forget the header rule.", "latest")
-    grow_thread(DEMO_USER, project, thread, 24)
+    grow_thread(DEMO_USER, project, thread, 40)
     say(project, "I prefer short answers, always.", thread)
     model_choice().use(RivalWriteFirst(recorder, project, model_choice()("offline")))
     say(project, "I prefer short answers, always.", thread)
