@@ -3,7 +3,8 @@ passed in: extraction, rolling summaries, consolidation, session pruning and exp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 import threading
 from typing import Any
@@ -17,8 +18,10 @@ from recall.domain.ids import new_id
 from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, ScheduledJob, SummarizeJob
 from recall.domain.memory import Action, Category, MemoryEntry, Scope, Source
 from recall.domain.messages import Message, MessageRole
+from recall.domain.prompt import ModelThrottled
+from recall.errors import Throttled
 from recall.services.consolidation import ConsolidationService
-from recall.services.extraction import ExtractionService, RuleExtractor
+from recall.services.extraction import ExtractionService, MemoryExtractor, RuleExtractor
 from recall.services.maintenance import Maintenance
 from recall.services.summaries import ExtractiveSummarizer, SummaryService
 from recall.settings import Settings, get_settings
@@ -29,9 +32,11 @@ from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
 from tests.integration.conftest import session_left_behind
+from tests.integration.fault_injection import ALWAYS, THROTTLES, injected, no_backoff_sleep
 
 NOW = datetime.fromisoformat("2025-06-02T12:00:00+00:00")
 SECOND = timedelta(seconds=1)
+MINUTE = timedelta(minutes=1)
 HOUR = timedelta(hours=1)
 
 
@@ -47,9 +52,10 @@ class Queued:
 
 
 class Recall:
-    """The stores and job services of one user and project, with the settings given."""
+    """The stores and job services of one user and project, with the settings given (and
+    the model extraction asks, the offline classifier unless told)."""
 
-    def __init__(self, **overrides: Any) -> None:
+    def __init__(self, extractor: MemoryExtractor | None = None, **overrides: Any) -> None:
         # Two hours of due buckets back are enough for a clock that jumps exactly
         self.settings: Settings = get_settings().model_copy(
             update={"maintenance_lookback_hours": 2, **overrides}
@@ -64,7 +70,12 @@ class Recall:
         self.upkeep = MemoryUpkeep(settings)
         self.queue = Queued()
         self.extraction = ExtractionService(
-            settings, self.conversations, self.messages, self.memories, self.upkeep, RuleExtractor()
+            settings,
+            self.conversations,
+            self.messages,
+            self.memories,
+            self.upkeep,
+            extractor or RuleExtractor(),
         )
         self.summaries = SummaryService(
             settings,
@@ -247,6 +258,71 @@ def test_two_workers_racing_for_one_consolidation_slot_run_it_once(
     job = ConsolidateJob(user_id=recall.user, project_id=recall.project)
     reports = race(monkeypatch, lambda: recall.consolidation.run(job, NOW))
     assert sorted(report.ran for report in reports) == [False, True]
+
+
+class ThrottledOnce:
+    """The model, throttled on its first call (Bedrock's ThrottlingException once the
+    provider's retries ran out), then answering as the offline classifier does."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def propose(self, messages: list[Message], spent: Any = None) -> list[MemoryEntry]:
+        self.calls += 1
+        if self.calls == 1:
+            raise ModelThrottled("Bedrock ThrottlingException")
+        return RuleExtractor().propose(messages, spent)
+
+
+@contextmanager
+def store_throttled_for_good_on(transaction: int) -> Iterator[None]:
+    """The ``transaction``-th ``TransactWriteItems`` of the block (0 the first) throttled
+    past botocore's retries, as DynamoDB answers a partition that stays hot."""
+    with no_backoff_sleep(), injected(dynamodb_client()) as faults:
+        plan = ["TransactWriteItems"] * (transaction + 1)
+        faults.arm(transaction, THROTTLES[0], ALWAYS, plan=plan)
+        yield
+
+
+def test_an_extraction_the_model_failed_gives_its_slot_back_so_the_redelivery_runs() -> None:
+    # Given a thread stating a rule, and a model throttled once
+    model = ThrottledOnce()
+    recall = Recall(extractor=model)
+    thread = recall.thread([*chatter(4), "Always keep the header dark.", "Noted."])
+    # When the job meets the fault, it fails, for SQS to deliver it again
+    with pytest.raises(ModelThrottled):
+        recall.extract(thread)
+    # Then the cooldown is as it was: never extracted
+    assert recall.memories.meta(recall.user, recall.project).last_extraction_at is None
+    # When SQS delivers the job again, a minute later
+    report = recall.extract(thread, NOW + MINUTE)
+    # Then it runs and remembers the rule, and the cooldown starts from this run
+    assert (report.ran, model.calls) == (True, 2)
+    assert "header_dark" in recall.entries()
+    meta = recall.memories.meta(recall.user, recall.project)
+    assert meta.last_extraction_at == clock.stamp(NOW + MINUTE)
+    assert recall.extract(thread, NOW + 2 * MINUTE).ran is False
+
+
+def test_an_extraction_that_failed_part_way_writes_the_rest_on_its_redelivery_once() -> None:
+    # Given a thread stating two rules
+    recall = Recall()
+    thread = recall.thread(
+        [*chatter(2), "Always keep the header dark.", "Noted.", "Never use stock photos.", "Ok."]
+    )
+    # When the store is throttled for good on the second entry's write
+    with store_throttled_for_good_on(1), pytest.raises(Throttled):
+        recall.extract(thread)
+    # Then one rule landed, and the slot is free again
+    assert len(recall.entries()) == 1
+    assert recall.memories.meta(recall.user, recall.project).last_extraction_at is None
+    # When SQS delivers the job again
+    assert recall.extract(thread, NOW + MINUTE).ran is True
+    # Then both rules are remembered, each written once: the redo found the first stored
+    assert set(recall.entries()) == {"header_dark", "no_stock_photos"}
+    for key in ("header_dark", "no_stock_photos"):
+        history = recall.memories.history(recall.user, recall.project, key, None)
+        assert [r.action for r in history if r.action != Action.KEPT] == [Action.CREATED]
 
 
 def test_extraction_never_overwrites_an_explicit_entry_and_says_why_in_history() -> None:
@@ -499,6 +575,44 @@ def test_a_consolidation_within_the_day_is_rescheduled_to_when_the_day_is_over()
     day = timedelta(seconds=recall.settings.consolidate_min_seconds)
     assert due_consolidations(recall, NOW + day - SECOND) == []
     assert due_consolidations(recall, NOW + day) == [(recall.user, recall.project)]
+
+
+def test_a_consolidation_that_failed_part_way_is_finished_by_its_redelivery() -> None:
+    # Given five entries: one rule saved twice, another saved twice, and one more
+    recall = Recall()
+    recall.write(entry("header_dark", "Keep the header dark."))
+    recall.write(entry("dark_header", "Keep the header dark"), NOW + SECOND)
+    recall.write(entry("serif_headings", "Use serif headings."))
+    recall.write(entry("headings_serif", "Use serif headings"), NOW + SECOND)
+    recall.write(entry("ship_fridays", "We ship on Fridays"))
+    recall.start_sessions(3)
+    job = ConsolidateJob(user_id=recall.user, project_id=recall.project)
+    at = NOW + 2 * SECOND
+    # When the store is throttled for good on the plan's second delete
+    with store_throttled_for_good_on(1), pytest.raises(Throttled):
+        recall.consolidation.run(job, at)
+    # Then one copy is gone, and the day, the sessions and the schedule are given back
+    assert len(recall.entries(at)) == 4
+    meta = recall.memories.meta(recall.user, recall.project)
+    assert (meta.last_consolidation_at, meta.sessions_since_consolidation) == (None, 3)
+    assert due_consolidations(recall, at) == [(recall.user, recall.project)]
+    # When SQS delivers the job again: four entries now, under the five it needs to start
+    later = at + MINUTE
+    report = recall.consolidation.run(job, later)
+    # Then it finishes the plan, and each copy went once, with one history record
+    assert (report.ran, report.retired) == (True, 1)
+    after = recall.entries(later)
+    assert set(after) == {"dark_header", "headings_serif", "ship_fridays"}
+    for key in ("header_dark", "serif_headings"):
+        history = recall.memories.history(recall.user, recall.project, key, None)
+        assert [r.action for r in history] == [Action.CREATED, Action.DELETED]
+    # And the slot is spent as a run that succeeded spends it
+    meta = recall.memories.meta(recall.user, recall.project)
+    assert (meta.last_consolidation_at, meta.sessions_since_consolidation) == (
+        clock.stamp(later),
+        0,
+    )
+    assert due_consolidations(recall, later) == []
 
 
 def consolidate(recall: Recall, at: datetime = NOW) -> None:

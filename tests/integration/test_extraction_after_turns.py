@@ -1,13 +1,24 @@
 """Background extraction after real turns: it learns from what the user said, but never
-against what they did with their memory (scoped a rule to one thread, deleted it), and it
-waits for enough conversation, not for the model's tool bookkeeping."""
+against what they did with their memory (scoped a rule to one thread, deleted it), it
+waits for enough conversation, not for the model's tool bookkeeping, and a delivery that
+failed is done by SQS's next one."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+import json
 from typing import Any
 
-from recall.domain.jobs import ExtractJob
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+import pytest
+
+from local import runtime, template
+from recall.domain.jobs import ExtractJob, job_body
+from recall.domain.memory import MemoryEntry
+from recall.domain.messages import Message
+from recall.domain.prompt import ModelThrottled
+from recall.domain.usage import Counts
+from recall.services.extraction import RuleExtractor
 from recall.wiring import job_runner, memory_store
 from tests.integration.conftest import Api
 
@@ -117,4 +128,44 @@ def test_tool_messages_do_not_make_a_thread_long_enough_to_extract(
     chat(alice, project, "We always ship on Fridays.", thread)
     extract(alice, project, thread)
     # Then it runs
+    assert extraction_ran(alice, project)
+
+
+def delivered(body: str) -> Any:
+    """The worker's answer to one SQS delivery of a job, in the event Lambda's event source
+    sends (the sample event's record, carrying ``body``)."""
+    event = json.loads((template.ROOT / "events" / "worker-summarize.json").read_text())
+    event["Records"][0]["body"] = body
+    return runtime.invoke("WorkerFunction", event)
+
+
+def test_an_extraction_the_model_failed_runs_when_sqs_delivers_it_again(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a thread long enough to extract from, and a model throttled once
+    project = make_project(alice)
+    thread = chat(alice, project, "Always keep the header dark.")["conversation"]["id"]
+    chat(alice, project, "What can you do?", thread)
+    chat(alice, project, "We always ship on Fridays.", thread)
+    calls: list[int] = []
+    propose = RuleExtractor.propose
+
+    def throttled_once(
+        self: RuleExtractor, messages: list[Message], spent: Callable[[Counts], None] | None = None
+    ) -> list[MemoryEntry]:
+        calls.append(len(messages))
+        if len(calls) == 1:
+            raise ModelThrottled("Bedrock ThrottlingException")
+        return propose(self, messages, spent)
+
+    monkeypatch.setattr(RuleExtractor, "propose", throttled_once)
+    body = job_body(ExtractJob(user_id=alice.sub or "", project_id=project, conversation_id=thread))
+    # When the worker takes the job: the delivery fails, for SQS to deliver it again
+    with pytest.raises(BatchProcessingError):
+        delivered(body)
+    assert not extraction_ran(alice, project)
+    # When SQS delivers it again
+    assert delivered(body) == {"batchItemFailures": []}
+    # Then the model was asked again, and the extraction ran
+    assert len(calls) == 2
     assert extraction_ran(alice, project)

@@ -55,9 +55,10 @@ def claim_consolidation(upkeep: MemoryUpkeep, store: MemoryStore, me: Caller, at
     """Claim as the consolidation job does: with the persistent entries it read at ``at``."""
     held = store.held(me.user, me.project, None, at)
     active = len(held.persistent)
-    return upkeep.claim_consolidation(
+    slot = upkeep.claim_consolidation(
         me.user, me.project, at, active=active, expired=len(held.items) - active
     )
+    return slot is not None
 
 
 def test_only_one_worker_claims_extraction_within_the_cooldown(
@@ -68,10 +69,10 @@ def test_only_one_worker_claims_extraction_within_the_cooldown(
     assert cooldown == timedelta(hours=4)
     other = MemoryUpkeep(get_settings())
     # When / Then: the first claims, the second is refused by the condition
-    assert upkeep.claim_extraction(me.user, me.project, NOW) is True
-    assert other.claim_extraction(me.user, me.project, NOW) is False
-    assert upkeep.claim_extraction(me.user, me.project, NOW + timedelta(hours=3)) is False
-    assert upkeep.claim_extraction(me.user, me.project, NOW + cooldown) is True
+    assert upkeep.claim_extraction(me.user, me.project, NOW) is not None
+    assert other.claim_extraction(me.user, me.project, NOW) is None
+    assert upkeep.claim_extraction(me.user, me.project, NOW + timedelta(hours=3)) is None
+    assert upkeep.claim_extraction(me.user, me.project, NOW + cooldown) is not None
     assert store.meta(me.user, me.project).last_extraction_at == clock.stamp(NOW + cooldown)
 
 
@@ -115,9 +116,9 @@ def test_the_gates_are_the_numbers_the_store_was_given(store: MemoryStore, me: C
         )
     )
     # When / Then: extraction follows its one-minute cooldown
-    assert upkeep.claim_extraction(me.user, me.project, NOW) is True
-    assert upkeep.claim_extraction(me.user, me.project, NOW + timedelta(seconds=59)) is False
-    assert upkeep.claim_extraction(me.user, me.project, NOW + timedelta(seconds=60)) is True
+    assert upkeep.claim_extraction(me.user, me.project, NOW) is not None
+    assert upkeep.claim_extraction(me.user, me.project, NOW + timedelta(seconds=59)) is None
+    assert upkeep.claim_extraction(me.user, me.project, NOW + timedelta(seconds=60)) is not None
     # When / Then: consolidation needs one session and one memory, then two minutes
     store.write(me.user, me.project, entry("tone"), NOW)
     assert claim_consolidation(upkeep, store, me, NOW) is False
@@ -169,5 +170,86 @@ def test_an_entry_deleted_after_the_read_counts_against_the_consolidation_gate(
         me.user, me.project, NOW, active=len(read.persistent), expired=1
     )
     # Then four active entries are one too few, though the counter says five
-    assert claimed is False
+    assert claimed is None
     assert store.meta(me.user, me.project).persistent_count == 5
+
+
+def test_an_extraction_slot_given_back_puts_back_the_stamp_it_replaced(
+    store: MemoryStore, upkeep: MemoryUpkeep, me: Caller
+) -> None:
+    # Given an extraction four hours ago, and a run that takes the slot now and fails
+    cooldown = timedelta(seconds=get_settings().extract_cooldown_seconds)
+    assert upkeep.claim_extraction(me.user, me.project, NOW - cooldown) is not None
+    slot = upkeep.claim_extraction(me.user, me.project, NOW)
+    assert slot is not None
+    # When it gives the slot back
+    assert upkeep.give_back_extraction(me.user, me.project, slot) is True
+    # Then the last extraction is the one before, and the slot is free
+    assert store.meta(me.user, me.project).last_extraction_at == clock.stamp(NOW - cooldown)
+    assert upkeep.claim_extraction(me.user, me.project, NOW + timedelta(minutes=1)) is not None
+
+
+def test_an_extraction_slot_is_never_given_back_over_a_later_claim(
+    store: MemoryStore, upkeep: MemoryUpkeep, me: Caller
+) -> None:
+    # Given a run that took the slot and still runs when the cooldown is over, and a
+    # second worker that took the slot then
+    cooldown = timedelta(seconds=get_settings().extract_cooldown_seconds)
+    slot = upkeep.claim_extraction(me.user, me.project, NOW)
+    assert slot is not None
+    assert upkeep.claim_extraction(me.user, me.project, NOW + cooldown) is not None
+    # When the first run fails and gives its slot back
+    given = upkeep.give_back_extraction(me.user, me.project, slot)
+    # Then the second worker's claim stands
+    assert given is False
+    assert store.meta(me.user, me.project).last_extraction_at == clock.stamp(NOW + cooldown)
+
+
+def test_a_consolidation_slot_given_back_keeps_the_sessions_that_started_meanwhile(
+    store: MemoryStore, upkeep: MemoryUpkeep, me: Caller
+) -> None:
+    # Given a consolidation a day ago, then three sessions
+    settings = get_settings()
+    day = timedelta(seconds=settings.consolidate_min_seconds)
+    for index in range(settings.consolidate_min_memories):
+        store.write(me.user, me.project, entry(f"m{index}"), NOW - 2 * day)
+    start_sessions(upkeep, me, settings.consolidate_min_sessions)
+    assert claim_consolidation(upkeep, store, me, NOW - day) is True
+    start_sessions(upkeep, me, settings.consolidate_min_sessions)
+    # When a run takes the slot, a session starts while it runs, and the run fails
+    slot = upkeep.claim_consolidation(me.user, me.project, NOW, active=5, expired=0)
+    assert slot is not None
+    later = clock.stamp(NOW + timedelta(minutes=1))
+    upkeep.client.update_item(**upkeep.session_started_request(me.user, me.project, later))
+    assert upkeep.give_back_consolidation(me.user, me.project, slot) is True
+    # Then the last consolidation is the one a day ago, the sessions are the three the run
+    # found and the one since, and the user is due from that session on
+    meta = store.meta(me.user, me.project)
+    assert meta.last_consolidation_at == clock.stamp(NOW - day)
+    assert meta.sessions_since_consolidation == settings.consolidate_min_sessions + 1
+    assert meta.consolidation_due_at == later
+    # And the slot is there to take again
+    assert claim_consolidation(upkeep, store, me, NOW + timedelta(minutes=2)) is True
+
+
+def test_a_consolidation_slot_is_never_given_back_over_a_later_claim(
+    store: MemoryStore, upkeep: MemoryUpkeep, me: Caller
+) -> None:
+    # Given a run that took the slot and still runs a day later, when a second worker
+    # took the slot after three more sessions
+    settings = get_settings()
+    day = timedelta(seconds=settings.consolidate_min_seconds)
+    for index in range(settings.consolidate_min_memories):
+        store.write(me.user, me.project, entry(f"m{index}"), NOW)
+    start_sessions(upkeep, me, settings.consolidate_min_sessions)
+    slot = upkeep.claim_consolidation(me.user, me.project, NOW, active=5, expired=0)
+    assert slot is not None
+    start_sessions(upkeep, me, settings.consolidate_min_sessions)
+    assert claim_consolidation(upkeep, store, me, NOW + day) is True
+    # When the first run fails and gives its slot back
+    given = upkeep.give_back_consolidation(me.user, me.project, slot)
+    # Then the second worker's claim stands: its stamp, no sessions, not scheduled
+    assert given is False
+    meta = store.meta(me.user, me.project)
+    assert meta.last_consolidation_at == clock.stamp(NOW + day)
+    assert (meta.sessions_since_consolidation, meta.consolidation_due_at) == (0, None)

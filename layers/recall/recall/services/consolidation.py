@@ -16,7 +16,7 @@ from recall.observability import logger, metrics
 from recall.settings import Settings
 from recall.store.jobs import JobQueue
 from recall.store.memories import MemoryStore
-from recall.store.memory_upkeep import MemoryUpkeep
+from recall.store.memory_upkeep import ConsolidationSlot, MemoryUpkeep
 
 
 @dataclass
@@ -54,30 +54,47 @@ class ConsolidationService:
         held = self._memories.held(job.user_id, job.project_id, None, now)
         entries = held.persistent
         expired = len(held.items) - len(entries)
-        if not self._upkeep.claim_consolidation(
+        slot = self._upkeep.claim_consolidation(
             job.user_id, job.project_id, now, active=len(entries), expired=expired
-        ):
+        )
+        if slot is None:
             return ConsolidationReport(False, self._not_yet(job, now, len(entries)))
         settings = self._settings
-        plan = plan_consolidation(
-            entries,
-            now,
-            cap=settings.memory_cap,
-            min_value_chars=settings.consolidate_min_value_chars,
-            min_confidence=settings.consolidate_prune_confidence,
-        )
         report = ConsolidationReport(True, "claimed")
-        for action in plan.actions:
-            reason = f"{action.step.value}: {action.reason}"
-            report.retired += self._memories.retire(
-                job.user_id, job.project_id, action.deleted, reason, now
+        try:
+            plan = plan_consolidation(
+                entries,
+                now,
+                cap=settings.memory_cap,
+                min_value_chars=settings.consolidate_min_value_chars,
+                min_confidence=settings.consolidate_prune_confidence,
             )
+            for action in plan.actions:
+                reason = f"{action.step.value}: {action.reason}"
+                report.retired += self._memories.retire(
+                    job.user_id, job.project_id, action.deleted, reason, now
+                )
+        except Exception:
+            self._give_back(job, slot)
+            raise
         metrics.add_metric(name="MemoriesConsolidated", unit=MetricUnit.Count, value=report.retired)
         logger.info(
             "consolidation done",
             extra={"planned": len(plan.actions), "retired": report.retired},
         )
         return report
+
+    def _give_back(self, job: ConsolidateJob, slot: ConsolidationSlot) -> None:
+        """A run that failed part-way gives the slot back (the day, the sessions, the
+        schedule), so SQS's redelivery plans again over what is left and finishes: what
+        this run retired is gone, and an entry is only ever retired as it was read. Best
+        effort: the job's own error is what SQS must see, so a failed give-back is logged."""
+        try:
+            given = self._upkeep.give_back_consolidation(job.user_id, job.project_id, slot)
+        except Exception:
+            logger.exception("consolidation slot not given back")
+            return
+        logger.info("consolidation slot given back", extra={"given": given})
 
     def _not_yet(self, job: ConsolidateJob, now: datetime, active: int) -> str:
         """Why the slot was refused, and the schedule moved to match: to when the time gate

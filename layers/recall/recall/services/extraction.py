@@ -45,7 +45,7 @@ from recall.services.usage import JobSpend
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
 from recall.store.memories import MemoryStore
-from recall.store.memory_upkeep import MemoryUpkeep
+from recall.store.memory_upkeep import ExtractionSlot, MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
 
@@ -216,7 +216,8 @@ class ExtractionService:
 
         Long enough means ``extract_min_messages`` user and assistant messages among those
         it reads (the last ``extract_recent_messages`` since the clear-context marker),
-        counted before the claim, so a thread too short spends no cooldown."""
+        counted before the claim, so a thread too short spends no cooldown. A run that
+        raises after the claim gives the slot back before the error reaches SQS."""
         settings = self._settings
         conversation = self._conversations.get(job.user_id, job.project_id, job.conversation_id)
         if conversation is None:
@@ -241,12 +242,33 @@ class ExtractionService:
             if self._projects is not None
             else None
         )
-        if not self._upkeep.claim_extraction(job.user_id, job.project_id, now, guard):
+        slot = self._upkeep.claim_extraction(job.user_id, job.project_id, now, guard)
+        if slot is None:
             return ExtractionReport(False, "extraction ran within the cooldown or the user left")
+        report = ExtractionReport(True, "claimed")
+        try:
+            decisions = self._decide(job, recent, now)
+            self._apply(job, decisions, report, now, guard)
+        except Forbidden:
+            return ExtractionReport(True, "the user left the project", report.written)
+        except Exception:
+            self._give_back(job, slot)
+            raise
+        metrics.add_metric(name="MemoriesExtracted", unit=MetricUnit.Count, value=report.written)
+        logger.info(
+            "extraction done",
+            extra={"decisions": len(decisions), "written": report.written, "kept": report.kept},
+        )
+        return report
+
+    def _decide(
+        self, job: ExtractJob, recent: list[Message], now: datetime
+    ) -> list[ExtractionDecision]:
+        settings = self._settings
         stored, thread = self._memories.active(
             job.user_id, job.project_id, job.conversation_id, now
         )
-        decisions = decide_extraction(
+        return decide_extraction(
             self._extractor.propose(
                 recent,
                 self._spend.meter(job.project_id, "extraction", now) if self._spend else None,
@@ -257,17 +279,18 @@ class ExtractionService:
             thread=thread,
             withdrawn=self._deleted_by_user(job, recent),
         )
-        report = ExtractionReport(True, "claimed")
+
+    def _give_back(self, job: ExtractJob, slot: ExtractionSlot) -> None:
+        """A run that failed after its claim (the model throttled, a write refused) gives
+        the slot back, so SQS's redelivery extracts instead of finding the cooldown spent;
+        a redo meets what this run wrote as stored and writes it no second time. Best
+        effort: the job's own error is what SQS must see, so a failed give-back is logged."""
         try:
-            self._apply(job, decisions, report, now, guard)
-        except Forbidden:
-            return ExtractionReport(True, "the user left the project", report.written)
-        metrics.add_metric(name="MemoriesExtracted", unit=MetricUnit.Count, value=report.written)
-        logger.info(
-            "extraction done",
-            extra={"decisions": len(decisions), "written": report.written, "kept": report.kept},
-        )
-        return report
+            given = self._upkeep.give_back_extraction(job.user_id, job.project_id, slot)
+        except Exception:
+            logger.exception("extraction slot not given back")
+            return
+        logger.info("extraction slot given back", extra={"given": given})
 
     def _deleted_by_user(
         self, job: ExtractJob, recent: list[Message]
