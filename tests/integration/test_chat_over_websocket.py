@@ -428,3 +428,12 @@ def test_no_frame_a_client_sends_is_answered_with_a_5xx(
 @pytest.fixture(scope="module")
 def seeded_projects() -> dict[str, str]:
     return {}
+
+
+def test_a_handed_off_turn_is_never_run_again_nor_run_after_its_client_left() -> None:
+    # Given the stream worker's asynchronous invocation settings
+    worker = template.resources("AWS::Serverless::Function")["WsStreamFunction"]
+    invoke = worker["Properties"]["EventInvokeConfig"]
+    # Then a failed turn is not run twice, and a throttled hand-off is dropped after a minute
+    assert invoke["MaximumRetryAttempts"] == 0
+    assert invoke["MaximumEventAgeInSeconds"] == 60
