@@ -19,7 +19,7 @@ from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, ScheduledJob,
 from recall.domain.memory import Action, Category, MemoryEntry, Scope, Source
 from recall.domain.messages import Message, MessageRole
 from recall.domain.prompt import ModelThrottled
-from recall.errors import Throttled
+from recall.errors import Throttled, Unavailable
 from recall.services.consolidation import ConsolidationService
 from recall.services.extraction import ExtractionService, MemoryExtractor, RuleExtractor
 from recall.services.maintenance import Maintenance
@@ -771,3 +771,29 @@ def test_consolidation_never_deletes_an_entry_the_user_changed_after_the_plan_re
     # Then the user's newer words stand
     assert retired is False
     assert recall.entries(NOW + SECOND)["header_dark"].value == "Keep the header navy."
+
+
+def test_an_entry_that_cannot_be_expired_holds_up_none_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given two entries due, the first of which cannot be expired
+    recall = Recall()
+    expires = NOW + timedelta(hours=2)
+    for key in ("a_sale", "b_sale"):
+        recall.write(entry(key, "summer sale banner", expires_at=clock.stamp(expires)))
+    expire = MemoryStore.expire
+
+    def failing_for_a(self: MemoryStore, user: str, project: str, key: str, *rest: Any) -> bool:
+        if key == "a_sale":
+            raise Unavailable("The store is unavailable.")
+        return expire(self, user, project, key, *rest)
+
+    monkeypatch.setattr(MemoryStore, "expire", failing_for_a)
+    # When the job runs, it fails, but only after expiring the other
+    with pytest.raises(Unavailable):
+        recall.maintenance.run(ScheduledJob.EXPIRE_MEMORIES, expires)
+    assert "b_sale" not in recall.entries(expires - SECOND)
+    # And the next run takes up the one left
+    monkeypatch.setattr(MemoryStore, "expire", expire)
+    assert recall.maintenance.run(ScheduledJob.EXPIRE_MEMORIES, expires).changed == 1
+    assert recall.entries(expires - SECOND) == {}

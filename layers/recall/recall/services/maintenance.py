@@ -8,6 +8,8 @@ from datetime import datetime
 from pydantic import BaseModel
 
 from recall.domain.jobs import ScheduledJob
+from recall.errors import Unavailable
+from recall.observability import logger
 from recall.services.consolidation import ConsolidationService
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
@@ -38,14 +40,30 @@ class Maintenance:
         if job == ScheduledJob.PRUNE_SESSIONS:
             read, changed = self._sessions.prune_idle(now)
         elif job == ScheduledJob.EXPIRE_MEMORIES:
-            due = list(self._upkeep.due_expiries(now))
-            read = len(due)
-            changed = sum(
-                self._memories.expire(
-                    entry.user_id, entry.project_id, entry.key, entry.conversation_id, now
-                )
-                for entry in due
-            )
+            read, changed = self._expire(now)
         else:
             read, changed = self._consolidation.fan_out(now)
         return MaintenanceReport(job=job, read=read, changed=changed)
+
+    def _expire(self, now: datetime) -> tuple[int, int]:
+        """Each due entry on its own: one that cannot be expired (its writes keep failing)
+        holds up none after it. The run still fails once all were tried, so the schedule's
+        retry and the error alarm see it; the next run reads the same buckets again."""
+        due = list(self._upkeep.due_expiries(now))
+        changed = failed = 0
+        for entry in due:
+            try:
+                changed += self._memories.expire(
+                    entry.user_id, entry.project_id, entry.key, entry.conversation_id, now
+                )
+            except Exception:
+                failed += 1
+                logger.exception(
+                    "a due memory entry could not be expired", extra={"key": entry.key}
+                )
+        if failed:
+            raise Unavailable(
+                f"{failed} of {len(due)} due memory entries could not be expired; "
+                "the next run takes them up."
+            )
+        return len(due), changed
