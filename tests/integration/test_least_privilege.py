@@ -37,6 +37,7 @@ from recall.store.exports import s3_client
 from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client
 from recall.wiring import (
+    conversation_store,
     data_service,
     erasure_service,
     memory_store,
@@ -449,9 +450,16 @@ class AnsweredLinks:
         runtime.invoke("WsStreamFunction", payload)
 
     def chat(
-        self, project: str, message: str, conversation: str | None = None, **headers: str
+        self,
+        project: str,
+        message: str,
+        conversation: str | None = None,
+        *,
+        refused: bool = False,
+        **headers: str,
     ) -> Any:
-        """One chat frame through the WebSocket functions; the ``done`` body."""
+        """One chat frame through the WebSocket functions; the ``done`` body (the
+        ``error`` frame's, when ``refused``)."""
         body: dict[str, Any] = {"message": message}
         if conversation:
             body["conversationId"] = conversation
@@ -459,7 +467,7 @@ class AnsweredLinks:
         if "Idempotency-Key" in headers:
             frame["idempotencyKey"] = f"ws-{headers['Idempotency-Key']}"
         self.send(json.dumps(frame))
-        assert self.frames[-1]["type"] == "done", self.frames[-1]
+        assert self.frames[-1]["type"] == ("error" if refused else "done"), self.frames[-1]
         return self.frames[-1]["body"]
 
     def send(self, body: str) -> None:
@@ -468,21 +476,51 @@ class AnsweredLinks:
         runtime.invoke("WsChatFunction", event)
 
 
-def call(method: str, path: str, body: Any = None, **headers: str) -> Any:
-    """One request through the real handler of its route, as the demo user."""
+def call(method: str, path: str, body: Any = None, *, refused: bool = False, **headers: str) -> Any:
+    """One request through the real handler of its route, as the demo user; a 4xx when
+    ``refused``, else a 2xx."""
     found = runtime.match_route(method, path)
     assert found, f"no route for {method} {path}"
     event = runtime.http_event(method, path, body=body, headers=headers, sub=DEMO_USER)
     reply = runtime.invoke(found[0].function, event)
-    assert reply["statusCode"] < 300, reply
+    if refused:
+        assert 400 <= reply["statusCode"] < 500, reply
+    else:
+        assert reply["statusCode"] < 300, reply
     return json.loads(reply["body"]) if reply.get("body") else None
 
 
-def chat(project: str, message: str, conversation: str | None = None, **headers: str) -> Any:
+def chat(
+    project: str,
+    message: str,
+    conversation: str | None = None,
+    *,
+    refused: bool = False,
+    **headers: str,
+) -> Any:
     body: dict[str, Any] = {"message": message}
     if conversation:
         body["conversationId"] = conversation
-    return call("POST", f"/projects/{project}/chat", body, **headers)
+    return call("POST", f"/projects/{project}/chat", body, refused=refused, **headers)
+
+
+class ThreadGoneMeanwhile:
+    """A model that, while it thinks, has the newest thread deleted under the turn that
+    made it, so the save is refused and the turn abandons that thread."""
+
+    def __init__(self, recorder: Recorder, project: str, model: ModelProvider) -> None:
+        self._recorder = recorder
+        self._project = project
+        self._model = model
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        function, self._recorder.function = self._recorder.function, None
+        store = conversation_store()
+        newest = store.latest(DEMO_USER, self._project)
+        assert newest is not None
+        store.delete(DEMO_USER, self._project, newest.conversation_id)
+        self._recorder.function = function
+        return self._model.converse(request)
 
 
 class RivalWriteFirst:
@@ -510,7 +548,8 @@ class RivalWriteFirst:
 def turns(recorder: Recorder, bedrock: BedrockProvider, say: Callable[..., Any]) -> tuple[str, str]:
     """Turns that save and forget memory (one idempotent, one on ``latest``, one on a
     thread grown past its window, one that meets its entries changed meanwhile, one through
-    Bedrock); the project and thread they ran on."""
+    Bedrock, one whose new thread is gone before it saves); the project and thread they ran
+    on."""
     project = seed_demo().project_id
     thread = say(project, "Always keep the header dark.")["conversation"]["id"]
     for _ in range(2):  # the retry is answered from the idempotency record
@@ -522,6 +561,9 @@ def turns(recorder: Recorder, bedrock: BedrockProvider, say: Callable[..., Any])
     say(project, "I prefer short answers, always.", thread)
     model_choice().use(bedrock)
     say(project, "What colour is the header?", thread)
+    model_choice().use(None)
+    model_choice().use(ThreadGoneMeanwhile(recorder, project, model_choice()("offline")))
+    say(project, "Plan the autumn sale.", refused=True)
     model_choice().use(None)
     return project, thread
 
