@@ -95,7 +95,7 @@ def import_done(api: Api, project: str, document: Any, drain: Callable[[], None]
 
 def without_ids(document: dict[str, Any]) -> dict[str, Any]:
     """The export as the round trip keeps it: not its ids, its own stamps or project, nor
-    what an import changes by design (memory's source and stamps, its `imported` record)."""
+    what an import changes by design (memory's source, its `imported` record)."""
     place = {thread["id"]: n for n, thread in enumerate(document["conversations"])}
     return {
         "conversations": [
@@ -110,11 +110,7 @@ def without_ids(document: dict[str, Any]) -> dict[str, Any]:
         ],
         "memories": [
             {
-                **{
-                    key: value
-                    for key, value in memory.items()
-                    if key not in {"source", "createdAt", "updatedAt", "history"}
-                },
+                **{key: value for key, value in memory.items() if key not in {"source", "history"}},
                 "conversationId": place.get(memory.get("conversationId") or ""),
                 "history": [
                     record for record in memory["history"] if record["source"] != "imported"

@@ -153,6 +153,40 @@ def test_imported_history_times_are_stamps_like_every_other_time(
     ]
 
 
+def test_imported_memory_keeps_when_it_was_said_not_when_it_was_imported(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given entries said long ago, one with no times at all, and times an import refuses
+    project = make_project(alice)
+    said = {"createdAt": "2025-01-01T10:00:00+02:00", "updatedAt": "2025-02-01T00:00:00Z"}
+    future = clock.stamp(clock.now() + timedelta(days=1))
+    # When
+    refused = alice.post(
+        f"/projects/{project}/import",
+        exported(
+            [
+                memory(createdAt="yesterday"),
+                memory(key="palette", updatedAt=future),
+                memory(key="font", createdAt="1969-12-31T23:59:59Z"),
+            ]
+        ),
+    )
+    before = clock.stamp(clock.now())
+    import_done(alice, project, exported([memory(**said), memory(key="palette")]), drain)
+    held = {m["key"]: m for m in alice.get(f"/projects/{project}/memories").body["memories"]}
+    # Then the entry keeps its own times, as stamps; one without takes the import's
+    assert fields(refused) == [
+        "memories.0.createdAt",
+        "memories.1.updatedAt",
+        "memories.2.createdAt",
+    ]
+    assert (held["tone"]["createdAt"], held["tone"]["updatedAt"]) == (
+        "2025-01-01T08:00:00.000Z",
+        "2025-02-01T00:00:00.000Z",
+    )
+    assert held["palette"]["createdAt"] == held["palette"]["updatedAt"] >= before
+
+
 @pytest.mark.parametrize("blank", ["", "   ", "\u200b\n"])
 def test_a_blank_message_is_a_422_naming_its_content(
     alice: Api, make_project: MakeProject, blank: str

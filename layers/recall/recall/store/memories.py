@@ -376,10 +376,12 @@ class MemoryStore:
         self, user_id: str, project_id: str, entry: MemoryEntry, reason: str, now: datetime
     ) -> bool:
         """Consolidation's delete, explicit entries included, but only of the entry exactly
-        as its plan read it (a change since then wins); ``False`` when it changed or went."""
+        as its plan read it (a change since then wins); ``False`` when it changed or went.
+        The whole entry is compared: an imported one keeps its document's ``updatedAt``, so
+        a change does not always move it."""
         owner = owner_key(user_id, project_id)
         current = self._current(owner, entry_sk(entry.key, entry.conversation_id))
-        if current is None or current.updated_at != entry.updated_at:
+        if current is None or current.entry() != entry:
             return False
         request = self._transactions.removal(
             owner, current, Source.CONSOLIDATED, now, reason, consolidating=True
