@@ -14,6 +14,7 @@ from recall.domain.access import Role
 from recall.domain.jobs import ImportJob
 from recall.domain.prompt import ModelError, ModelReply, ModelRequest
 from recall.settings import get_settings
+from recall.store.dynamodb import dynamodb_client
 from recall.store.imports import chunk_sk, import_key, progress_sk
 from recall.wiring import (
     conversation_store,
@@ -474,6 +475,72 @@ def test_a_chunk_delivered_again_while_the_import_runs_is_counted_once(
     assert progress["status"] == "done"
     assert (progress["threadsDone"], progress["messagesDone"]) == (3, 18)
     assert len(alice.get(f"/projects/{project}/conversations").body["conversations"]) == 3
+
+
+class ChunkRunsFirst:
+    """The memory store's DynamoDB client, which runs ``rival`` (the same chunk, in full)
+    once: after the store has read an entry, just before its first write of it lands, as
+    a second worker given the same job at once would."""
+
+    def __init__(self, rival: Callable[[], object]) -> None:
+        self.real = dynamodb_client()
+        self.rival: Callable[[], object] | None = rival
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def transact_write_items(self, **request: Any) -> Any:
+        if self.rival is not None:
+            rival, self.rival = self.rival, None
+            rival()
+        return self.real.transact_write_items(**request)
+
+
+def test_the_same_chunk_run_twice_at_once_writes_its_memory_once(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], monkeypatch: Any
+) -> None:
+    # Given an export with a memory entry, imported into a project where its chunk runs
+    # once, and into another where a second run of it lands while the first is writing
+    source = make_project(alice)
+    alice.put(f"/projects/{source}/memories/tone", {"value": "warm", "category": "brand"})
+    say(alice, source, "hello")
+    document = alice.get(f"/projects/{source}/export").body
+    once, twice = make_project(alice), make_project(alice)
+    run_once = import_done(alice, once, document, drain)
+    started = alice.post(f"/projects/{twice}/import", document)
+    job = ImportJob(user_id=alice.sub, project_id=twice, import_id=started.body["id"], chunk=0)
+    rival = ChunkRunsFirst(lambda: data_service().run_chunk(job, clock.now()))
+    monkeypatch.setattr(data_service()._memories, "_client", rival)
+    # When
+    data_service().run_chunk(job, clock.now())
+    monkeypatch.undo()
+    drain()
+    # Then both runs wrote, and the entry has what one run gives it: one `imported` record
+    assert rival.rival is None
+    run_twice = alice.get(started.headers["Location"]).body
+    for progress in (run_once, run_twice):
+        assert (progress["status"], progress["memoriesDone"]) == ("done", 1), progress
+        assert progress["errors"] == []
+    history = {
+        project: [
+            (r["action"], r["newValue"], r["source"])
+            for r in alice.get(f"/projects/{project}/memories/tone/history").body["history"]
+        ]
+        for project in (once, twice)
+    }
+    assert (
+        history[twice]
+        == history[once]
+        == [
+            ("created", "warm", "explicit"),
+            ("created", "warm", "imported"),
+        ]
+    )
+    entries = {
+        project: alice.get(f"/projects/{project}/memories").body["memories"]
+        for project in (once, twice)
+    }
+    assert entries[twice] == entries[once]
 
 
 def test_an_import_whose_chunk_is_gone_fails_and_says_why(

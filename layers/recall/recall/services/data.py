@@ -304,9 +304,11 @@ class DataService:
 
     def _write_chunk(self, job: ImportJob, now: datetime) -> ImportProgress | None:
         """Write one chunk, queue the next, then count this one. Every write is of an item
-        with a derived id, so a chunk run twice writes the same items again; the next
-        chunk is queued before this one is counted, so a crash in between queues it twice
-        rather than never."""
+        with a derived id, and a memory entry already held as the chunk brings it is not
+        written again (``MemoryStore.write``), so a chunk run twice, even twice at once (a
+        second POST while it is queued, or a message delivered twice), writes nothing
+        twice; the next chunk is queued before this one is counted, so a crash in between
+        queues it twice rather than never."""
         user_id, project_id = job.user_id, job.project_id
         progress = self._imports.progress(user_id, project_id, job.import_id)
         finished = (ImportStatus.DONE, ImportStatus.FAILED)

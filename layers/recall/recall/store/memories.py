@@ -68,7 +68,7 @@ from recall.store.memory_items import (
     scope_prefix,
     thread_prefix,
 )
-from recall.store.memory_transactions import MemoryTransactions, TurnMemoryWrites
+from recall.store.memory_transactions import MemoryTransactions, TurnMemoryWrites, kept_times
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -312,13 +312,20 @@ class MemoryStore:
         (extracted, consolidated) that meets an active explicit entry, or the cap, is
         dropped and logged (``None``); an explicit write over the cap is a Conflict.
         ``guard``, a ``ConditionCheck`` on the caller's role, joins the transaction: when
-        it fails the write is Forbidden."""
+        it fails the write is Forbidden.
+
+        An imported entry already stored exactly as it comes, its own times included
+        (``kept_times``), is not written again: a chunk run twice, even twice at once, adds
+        no second history record and no version. Every other write lands, the same value
+        or not."""
         owner = owner_key(user_id, project_id)
         sk = entry_sk(entry.key, entry.conversation_id)
         background = entry.source in BACKGROUND_SOURCES
         reclaimed = False
         for _ in range(self._attempts):
             current = self._current(owner, sk)
+            if current is not None and kept_times(entry) and current.entry() == entry:
+                return entry, False
             stored, request = self._transactions.write(owner, entry, current, now, reason)
             try:
                 self.client.transact_write_items(TransactItems=_guarded(request, guard))
