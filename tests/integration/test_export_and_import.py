@@ -543,6 +543,62 @@ def test_the_same_chunk_run_twice_at_once_writes_its_memory_once(
     assert entries[twice] == entries[once]
 
 
+def chunks_kept(user: str, project: str, import_id: str) -> tuple[list[int], int]:
+    """The numbers of the import's chunk items still in the Imports table, and how many
+    chunks it has."""
+    progress = import_store().progress(user, project, import_id)
+    assert progress is not None
+    found = (
+        (n, import_store().chunk(user, project, import_id, n)) for n in range(progress.chunks_total)
+    )
+    return [n for n, chunk in found if chunk is not None], progress.chunks_total
+
+
+def test_a_done_import_keeps_none_of_its_text_once_its_threads_are_deleted(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], small_settings: Any
+) -> None:
+    # Given an import in several chunks, done
+    project = make_project(alice)
+    small_settings(import_chunk_max_bytes=1_500)
+    threads = [thread(f"T{n}", *[f"secret {n}.{m}" for m in range(6)]) for n in range(3)]
+    document = {"format": "threads", "threads": threads}
+    done = import_done(alice, project, document, drain)
+    user = str(alice.sub)
+    assert done["status"] == "done"
+    # When the user deletes its threads, and sends the same document again
+    for row in alice.get(f"/projects/{project}/conversations").body["conversations"]:
+        assert alice.delete(f"/projects/{project}/conversations/{row['id']}").status == 204
+    again = alice.post(f"/projects/{project}/import", document)
+    drain()
+    # Then no chunk of it is left, while its progress still answers, and answers done
+    assert chunks_kept(user, project, done["id"])[0] == []
+    assert not import_store().thread_ids(user, project)
+    assert (again.status, again.body) == (202, done)
+    assert alice.get(f"/projects/{project}/import/{done['id']}").body == done
+    assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
+
+
+def test_a_running_import_keeps_the_chunks_still_to_run(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], small_settings: Any
+) -> None:
+    # Given an import in several chunks
+    project = make_project(alice)
+    small_settings(import_chunk_max_bytes=1_500)
+    threads = [thread(f"T{n}", *[f"message {n}.{m}" for m in range(6)]) for n in range(3)]
+    started = alice.post(f"/projects/{project}/import", {"format": "threads", "threads": threads})
+    user = str(alice.sub)
+    # When its first chunk has run
+    first = ImportJob(user_id=user, project_id=project, import_id=started.body["id"], chunk=0)
+    data_service().run_chunk(first, clock.now())
+    running = alice.get(started.headers["Location"]).body
+    # Then every chunk is still there until the import is done
+    assert running["status"] == "running"
+    kept, total = chunks_kept(user, project, running["id"])
+    assert total > 1 and kept == list(range(total))
+    drain()
+    assert chunks_kept(user, project, running["id"]) == ([], total)
+
+
 def test_an_import_whose_chunk_is_gone_fails_and_says_why(
     alice: Api, make_project: MakeProject, drain: Callable[[], None]
 ) -> None:
