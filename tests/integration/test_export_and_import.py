@@ -14,6 +14,7 @@ from recall.domain.access import Role
 from recall.domain.jobs import ImportJob
 from recall.domain.prompt import ModelError, ModelReply, ModelRequest
 from recall.settings import get_settings
+from recall.store.dynamodb import dynamodb_client
 from recall.store.imports import chunk_sk, import_key, progress_sk
 from recall.wiring import (
     conversation_store,
@@ -95,7 +96,7 @@ def import_done(api: Api, project: str, document: Any, drain: Callable[[], None]
 
 def without_ids(document: dict[str, Any]) -> dict[str, Any]:
     """The export as the round trip keeps it: not its ids, its own stamps or project, nor
-    what an import changes by design (memory's source and stamps, its `imported` record)."""
+    what an import changes by design (memory's source, its `imported` record)."""
     place = {thread["id"]: n for n, thread in enumerate(document["conversations"])}
     return {
         "conversations": [
@@ -110,11 +111,7 @@ def without_ids(document: dict[str, Any]) -> dict[str, Any]:
         ],
         "memories": [
             {
-                **{
-                    key: value
-                    for key, value in memory.items()
-                    if key not in {"source", "createdAt", "updatedAt", "history"}
-                },
+                **{key: value for key, value in memory.items() if key not in {"source", "history"}},
                 "conversationId": place.get(memory.get("conversationId") or ""),
                 "history": [
                     record for record in memory["history"] if record["source"] != "imported"
@@ -478,6 +475,128 @@ def test_a_chunk_delivered_again_while_the_import_runs_is_counted_once(
     assert progress["status"] == "done"
     assert (progress["threadsDone"], progress["messagesDone"]) == (3, 18)
     assert len(alice.get(f"/projects/{project}/conversations").body["conversations"]) == 3
+
+
+class ChunkRunsFirst:
+    """The memory store's DynamoDB client, which runs ``rival`` (the same chunk, in full)
+    once: after the store has read an entry, just before its first write of it lands, as
+    a second worker given the same job at once would."""
+
+    def __init__(self, rival: Callable[[], object]) -> None:
+        self.real = dynamodb_client()
+        self.rival: Callable[[], object] | None = rival
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def transact_write_items(self, **request: Any) -> Any:
+        if self.rival is not None:
+            rival, self.rival = self.rival, None
+            rival()
+        return self.real.transact_write_items(**request)
+
+
+def test_the_same_chunk_run_twice_at_once_writes_its_memory_once(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], monkeypatch: Any
+) -> None:
+    # Given an export with a memory entry, imported into a project where its chunk runs
+    # once, and into another where a second run of it lands while the first is writing
+    source = make_project(alice)
+    alice.put(f"/projects/{source}/memories/tone", {"value": "warm", "category": "brand"})
+    say(alice, source, "hello")
+    document = alice.get(f"/projects/{source}/export").body
+    once, twice = make_project(alice), make_project(alice)
+    run_once = import_done(alice, once, document, drain)
+    started = alice.post(f"/projects/{twice}/import", document)
+    job = ImportJob(user_id=alice.sub, project_id=twice, import_id=started.body["id"], chunk=0)
+    rival = ChunkRunsFirst(lambda: data_service().run_chunk(job, clock.now()))
+    monkeypatch.setattr(data_service()._memories, "_client", rival)
+    # When
+    data_service().run_chunk(job, clock.now())
+    monkeypatch.undo()
+    drain()
+    # Then both runs wrote, and the entry has what one run gives it: one `imported` record
+    assert rival.rival is None
+    run_twice = alice.get(started.headers["Location"]).body
+    for progress in (run_once, run_twice):
+        assert (progress["status"], progress["memoriesDone"]) == ("done", 1), progress
+        assert progress["errors"] == []
+    history = {
+        project: [
+            (r["action"], r["newValue"], r["source"])
+            for r in alice.get(f"/projects/{project}/memories/tone/history").body["history"]
+        ]
+        for project in (once, twice)
+    }
+    assert (
+        history[twice]
+        == history[once]
+        == [
+            ("created", "warm", "explicit"),
+            ("created", "warm", "imported"),
+        ]
+    )
+    entries = {
+        project: alice.get(f"/projects/{project}/memories").body["memories"]
+        for project in (once, twice)
+    }
+    assert entries[twice] == entries[once]
+
+
+def chunks_kept(user: str, project: str, import_id: str) -> tuple[list[int], int]:
+    """The numbers of the import's chunk items still in the Imports table, and how many
+    chunks it has."""
+    progress = import_store().progress(user, project, import_id)
+    assert progress is not None
+    found = (
+        (n, import_store().chunk(user, project, import_id, n)) for n in range(progress.chunks_total)
+    )
+    return [n for n, chunk in found if chunk is not None], progress.chunks_total
+
+
+def test_a_done_import_keeps_none_of_its_text_once_its_threads_are_deleted(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], small_settings: Any
+) -> None:
+    # Given an import in several chunks, done
+    project = make_project(alice)
+    small_settings(import_chunk_max_bytes=1_500)
+    threads = [thread(f"T{n}", *[f"secret {n}.{m}" for m in range(6)]) for n in range(3)]
+    document = {"format": "threads", "threads": threads}
+    done = import_done(alice, project, document, drain)
+    user = str(alice.sub)
+    assert done["status"] == "done"
+    # When the user deletes its threads, and sends the same document again
+    for row in alice.get(f"/projects/{project}/conversations").body["conversations"]:
+        assert alice.delete(f"/projects/{project}/conversations/{row['id']}").status == 204
+    again = alice.post(f"/projects/{project}/import", document)
+    drain()
+    # Then no chunk of it is left, while its progress still answers, and answers done
+    assert chunks_kept(user, project, done["id"])[0] == []
+    assert not import_store().thread_ids(user, project)
+    assert (again.status, again.body) == (202, done)
+    assert alice.get(f"/projects/{project}/import/{done['id']}").body == done
+    assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
+
+
+def test_a_running_import_keeps_the_chunks_still_to_run(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], small_settings: Any
+) -> None:
+    # Given an import in several chunks
+    project = make_project(alice)
+    small_settings(import_chunk_max_bytes=1_500)
+    threads = [thread(f"T{n}", *[f"message {n}.{m}" for m in range(6)]) for n in range(3)]
+    started = alice.post(f"/projects/{project}/import", {"format": "threads", "threads": threads})
+    user = str(alice.sub)
+    # When its first chunk has run
+    first = ImportJob(user_id=user, project_id=project, import_id=started.body["id"], chunk=0)
+    data_service().run_chunk(first, clock.now())
+    running = alice.get(started.headers["Location"]).body
+    # Then every chunk is still there until the import is done
+    assert running["status"] == "running"
+    kept, total = chunks_kept(user, project, running["id"])
+    assert total > 1 and kept == list(range(total))
+    drain()
+    assert chunks_kept(user, project, running["id"]) == ([], total)
 
 
 def test_an_import_whose_chunk_is_gone_fails_and_says_why(

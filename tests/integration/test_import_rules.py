@@ -15,9 +15,9 @@ from local import background, embedded
 from recall.domain import clock
 from recall.domain.jobs import ImportJob
 from recall.errors import Throttled
-from recall.store.imports import import_key, progress_sk
+from recall.store.imports import ImportStore, import_key, progress_sk
 from recall.store.memories import MemoryStore
-from recall.wiring import data_service
+from recall.wiring import data_service, import_store
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -151,6 +151,40 @@ def test_imported_history_times_are_stamps_like_every_other_time(
         "2025-01-01T08:00:00.000Z",
         "2025-01-02T23:59:00.000Z",
     ]
+
+
+def test_imported_memory_keeps_when_it_was_said_not_when_it_was_imported(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given entries said long ago, one with no times at all, and times an import refuses
+    project = make_project(alice)
+    said = {"createdAt": "2025-01-01T10:00:00+02:00", "updatedAt": "2025-02-01T00:00:00Z"}
+    future = clock.stamp(clock.now() + timedelta(days=1))
+    # When
+    refused = alice.post(
+        f"/projects/{project}/import",
+        exported(
+            [
+                memory(createdAt="yesterday"),
+                memory(key="palette", updatedAt=future),
+                memory(key="font", createdAt="1969-12-31T23:59:59Z"),
+            ]
+        ),
+    )
+    before = clock.stamp(clock.now())
+    import_done(alice, project, exported([memory(**said), memory(key="palette")]), drain)
+    held = {m["key"]: m for m in alice.get(f"/projects/{project}/memories").body["memories"]}
+    # Then the entry keeps its own times, as stamps; one without takes the import's
+    assert fields(refused) == [
+        "memories.0.createdAt",
+        "memories.1.updatedAt",
+        "memories.2.createdAt",
+    ]
+    assert (held["tone"]["createdAt"], held["tone"]["updatedAt"]) == (
+        "2025-01-01T08:00:00.000Z",
+        "2025-02-01T00:00:00.000Z",
+    )
+    assert held["palette"]["createdAt"] == held["palette"]["updatedAt"] >= before
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\u200b\n"])
@@ -323,6 +357,85 @@ def test_a_chunk_that_meets_a_passing_fault_is_left_to_the_queue_to_try_again(
     assert alice.get(started.headers["Location"]).body["status"] != "failed"
     data_service().run_chunk(job, clock.now())
     assert alice.get(started.headers["Location"]).body["status"] == "done"
+
+
+def test_a_failed_import_keeps_only_the_chunks_it_never_counted(
+    alice: Api,
+    make_project: MakeProject,
+    drain: Callable[[], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given an import in two chunks, a thread then a memory entry, whose second chunk the
+    # store refuses for good
+    project = make_project(alice)
+    service = data_service()
+    small = service._settings.model_copy(update={"import_chunk_max_bytes": 1_500})
+    monkeypatch.setattr(service, "_settings", small)
+    said = [("user", "a" * 600, "2025-05-01T08:00:00.000Z")]
+    replied = [("assistant", "b" * 600, "2025-05-01T08:00:01.000Z")]
+    document = exported(
+        [memory()],
+        exported_thread(said + replied, "2025-05-01T08:00:00.000Z", "2025-05-01T08:00:01.000Z"),
+    )
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise decimal.Underflow("a number DynamoDB cannot hold")
+
+    write = MemoryStore.write
+    monkeypatch.setattr(MemoryStore, "write", refuse)
+    # When it fails
+    started = alice.post(f"/projects/{project}/import", document)
+    drain()
+    user, import_id = alice.sub or "", started.body["id"]
+    failed = alice.get(started.headers["Location"]).body
+    # Then the chunks it counted, whose thread is written, are gone; the last is kept
+    progress = import_store().progress(user, project, import_id)
+    assert progress is not None and progress.counted == set(range(progress.chunks_total - 1))
+    dropped = [import_store().chunk(user, project, import_id, n) for n in progress.counted]
+    assert (failed["status"], failed["threadsDone"]) == ("failed", 1)
+    assert dropped == [None] * len(dropped)
+    assert import_store().chunk(user, project, import_id, progress.chunks_total - 1) is not None
+    # And the same document again starts it over and writes it whole, keeping no chunk
+    monkeypatch.setattr(MemoryStore, "write", write)
+    assert alice.post(f"/projects/{project}/import", document).body["status"] == "queued"
+    drain()
+    done = alice.get(started.headers["Location"]).body
+    assert (done["status"], done["threadsDone"], done["memoriesDone"]) == ("done", 1, 1)
+    assert not [
+        n
+        for n in range(progress.chunks_total)
+        if import_store().chunk(user, project, import_id, n) is not None
+    ]
+    assert len(alice.get(f"/projects/{project}/conversations").body["conversations"]) == 1
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Throttled("The store is busy; try again shortly."),
+        client_error("ProvisionedThroughputExceededException", 400),
+    ],
+    ids=["throttled", "throughput"],
+)
+def test_an_import_whose_chunks_cannot_be_deleted_is_done_all_the_same(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch, fault: Exception
+) -> None:
+    # Given an import of one chunk, and a store that refuses to delete its chunks
+    project = make_project(alice)
+    started = alice.post(f"/projects/{project}/import", exported([memory()]))
+    user = alice.sub or ""
+    job = ImportJob(user_id=user, project_id=project, import_id=started.body["id"], chunk=0)
+
+    def busy(*args: Any, **kwargs: Any) -> Any:
+        raise fault
+
+    monkeypatch.setattr(ImportStore, "drop_chunks", busy)
+    # When the worker runs it, then nothing is raised for the queue to run it again
+    data_service().run_chunk(job, clock.now())
+    # And it is done, its chunk left to its TTL
+    done = alice.get(started.headers["Location"]).body
+    assert (done["status"], done["memoriesDone"], done["errors"]) == ("done", 1, [])
+    assert import_store().chunk(user, project, started.body["id"], 0) is not None
 
 
 def test_an_import_whose_job_was_dead_lettered_goes_on_when_its_document_comes_again(

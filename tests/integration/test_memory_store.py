@@ -272,6 +272,54 @@ def test_a_background_write_updates_a_background_entry_and_the_newest_value_wins
     assert second[0].updated_at == clock.stamp(later)
 
 
+def test_consolidation_retires_only_the_entry_its_plan_read_though_an_import_kept_its_time(
+    store: MemoryStore, me: Caller
+) -> None:
+    # Given an imported entry, as a consolidation plan read it
+    said = {"created_at": "2025-01-01T00:00:00.000Z", "updated_at": "2025-02-01T00:00:00.000Z"}
+    store.write(me.user, me.project, entry("tone", "warm", source=Source.IMPORTED, **said), NOW)
+    read = active_entry(store, me, "tone")
+    assert read is not None and read.updated_at == said["updated_at"]
+    # When another import gives it a new value said at the same time, then the plan runs
+    other = entry("tone", "brief", source=Source.IMPORTED, **said)
+    store.write(me.user, me.project, other, NOW + timedelta(hours=1))
+    retired = store.retire(me.user, me.project, read, "merge: duplicate", NOW)
+    # Then the entry the plan never saw stays
+    kept = active_entry(store, me, "tone")
+    assert not retired
+    assert kept is not None and (kept.value, kept.updated_at) == ("brief", said["updated_at"])
+
+
+def test_an_imported_entry_already_held_as_it_comes_is_not_written_again(
+    store: MemoryStore, me: Caller
+) -> None:
+    # Given a thread entry an import wrote, with a confidence, an expiry and its own times
+    said = {
+        "created_at": "2025-01-01T00:00:00.000Z",
+        "updated_at": "2025-02-01T00:00:00.000Z",
+        "source": Source.IMPORTED,
+        "confidence": 0.7,
+        "expires_at": NOW + timedelta(days=3),
+        "scope": Scope.THREAD,
+        "conversation_id": THREAD,
+    }
+    imported = entry("tone", "warm", **said)
+    store.write(me.user, me.project, imported, NOW)
+    version = raw_item(store, me, "tone", THREAD)["version"]
+    # When the same entry comes again, then one that says something else
+    again = store.write(me.user, me.project, imported, NOW + timedelta(hours=1))
+    assert raw_item(store, me, "tone", THREAD)["version"] == version
+    other = store.write(me.user, me.project, entry("tone", "brief", **said), NOW)
+    # Then the first wrote nothing, the second wrote as every write does
+    records = store.history(me.user, me.project, "tone", THREAD)
+    assert again == (imported, False)
+    assert other is not None and other[0].value == "brief"
+    assert [(r.action.value, r.new_value) for r in records] == [
+        ("created", "warm"),
+        ("updated", "brief"),
+    ]
+
+
 def test_an_explicit_write_replaces_a_background_entry(store: MemoryStore, me: Caller) -> None:
     store.write(me.user, me.project, extracted("palette", "navy"), NOW)
     saved = ToolTurn(store, me).save("palette", "teal", "preferences", "persistent")

@@ -33,6 +33,7 @@ from recall.domain.conversations import DEFAULT_TITLE, Conversation
 from recall.domain.exports import (
     ExportDocument,
     ExportedConversation,
+    ExportedMemory,
     ExportedMessage,
     ExportedPrompt,
     ExportedSettings,
@@ -498,6 +499,10 @@ def _checked_memories(
                 problems.add(f"{where}.expiresAt", too_far)
                 continue
             expires = stamp(moment)
+        times = _entry_times(sent, where, now, problems)
+        if times is None:
+            continue
+        created, updated = times
         entry = MemoryEntry(
             key=key,
             value=value,
@@ -506,6 +511,8 @@ def _checked_memories(
             conversation_id=conversation_id,
             source=Source.IMPORTED,
             confidence=sent.confidence,
+            created_at=created,
+            updated_at=updated,
             expires_at=expires,
         )
         history = []
@@ -523,6 +530,22 @@ def _checked_memories(
                 )
         memories.append(ImportedMemory(entry=entry, history=history))
     return memories
+
+
+def _entry_times(
+    sent: ExportedMemory, where: str, now: datetime, problems: _Problems
+) -> tuple[str, str] | None:
+    """An entry's ``createdAt`` and ``updatedAt``, under the rules of every other imported
+    time (``None`` once a problem is noted). The entry keeps them: consolidation tells
+    the newer of two entries by when each was said, not by when it was imported. Each is
+    optional: one left out is the other, both left out the time of the import's plan,
+    which every run of its chunk then writes alike."""
+    created = sent.created_at and _stamp_of(sent.created_at, f"{where}.createdAt", now, problems)
+    updated = sent.updated_at and _stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
+    if (sent.created_at and not created) or (sent.updated_at and not updated):
+        return None
+    either = created or updated or stamp(now)
+    return created or either, updated or either
 
 
 def _with_ids(

@@ -68,7 +68,8 @@ _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp"})
 
 
 class MemoryEntry(BaseModel):
-    """One entry. ``created_at`` and ``updated_at`` are stamped by the store when written."""
+    """One entry. ``created_at`` and ``updated_at`` are stamped by the store when written,
+    except an imported entry's, which keep the times its document gave."""
 
     key: str = Field(pattern=KEY_PATTERN)
     value: str

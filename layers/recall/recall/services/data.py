@@ -4,7 +4,7 @@ product) through the worker, a chunk at a time."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any
@@ -43,7 +43,15 @@ from recall.domain.imports import (
 from recall.domain.jobs import ImportJob
 from recall.domain.memory import is_active
 from recall.domain.presets import Preset
-from recall.errors import Conflict, Forbidden, Invalid, NotFound, TooLarge, Unavailable
+from recall.errors import (
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Throttled,
+    TooLarge,
+    Unavailable,
+)
 from recall.observability import logger
 from recall.services.access import ProjectAccess
 from recall.services.presets import preset_limits, setting_limits
@@ -241,7 +249,8 @@ class DataService:
         """Check the whole document, save its chunks and queue the first. The same
         document again answers the import it already started, and queues its first chunk
         again if none has run (in case the queue refused it the first time), or its next
-        chunk if it stalled: that chunk's job ran out of retries on faults now passed."""
+        chunk if it stalled: that chunk's job ran out of retries on faults now passed. One
+        already done had its chunks written again by ``start``: they are dropped again."""
         at = now or clock.now()
         self._access.require(user_id, project_id, Role.EDITOR)
         plan = plan_import(user_id, project_id, parse_document(body), self.limits(), at)
@@ -257,6 +266,9 @@ class DataService:
             updated_at=stamp,
         )
         stored, created = self._imports.start(progress, plan.chunks, at)
+        if not created and stored.status == ImportStatus.DONE:
+            # start wrote the chunks again before it found the import done
+            self._drop_chunks(stored, range(len(plan.chunks)))
         if not created and stored.stalled(at, self._settings.import_stall_seconds):
             if not self._imports.take_up(stored, at):
                 return stored
@@ -299,14 +311,16 @@ class DataService:
             progress = self._imports.progress(job.user_id, job.project_id, job.import_id)
             if progress is not None:
                 why = f"Chunk {job.chunk} could not be written; the import stopped there."
-                self._imports.fail(progress, why, now)
+                self._fail(progress, why, now)
             return None
 
     def _write_chunk(self, job: ImportJob, now: datetime) -> ImportProgress | None:
         """Write one chunk, queue the next, then count this one. Every write is of an item
-        with a derived id, so a chunk run twice writes the same items again; the next
-        chunk is queued before this one is counted, so a crash in between queues it twice
-        rather than never."""
+        with a derived id, and a memory entry already held as the chunk brings it is not
+        written again (``MemoryStore.write``), so a chunk run twice, even twice at once (a
+        second POST while it is queued, or a message delivered twice), writes nothing
+        twice; the next chunk is queued before this one is counted, so a crash in between
+        queues it twice rather than never."""
         user_id, project_id = job.user_id, job.project_id
         progress = self._imports.progress(user_id, project_id, job.import_id)
         finished = (ImportStatus.DONE, ImportStatus.FAILED)
@@ -317,7 +331,7 @@ class DataService:
             return None
         chunk = self._imports.chunk(user_id, project_id, job.import_id, job.chunk)
         if chunk is None:
-            self._imports.fail(progress, f"Chunk {job.chunk} is gone (kept only so long).", now)
+            self._fail(progress, f"Chunk {job.chunk} is gone (kept only so long).", now)
             return None
         presets_done, errors = 0, []
         ours = set(chunk.import_presets)
@@ -378,7 +392,19 @@ class DataService:
             "import chunk written",
             extra={"chunk": job.chunk, "chunks": progress.chunks_total, "counted": bool(counted)},
         )
+        if counted is not None and counted.status == ImportStatus.DONE:
+            self._drop_chunks(counted, range(counted.chunks_total))
         return counted
+
+    def _drop_chunks(self, progress: ImportProgress, numbers: Iterable[int]) -> None:
+        """Delete chunks nothing will read again: they hold the imported text, which would
+        otherwise stay IMPORT_TTL_DAYS after the user deleted the threads it made. A
+        failure is logged, never raised: the import stands as it is, and the TTL takes
+        the chunks later."""
+        try:
+            self._imports.drop_chunks(progress, numbers)
+        except (ClientError, BotoCoreError, Throttled) as error:
+            logger.warning("import chunks left to their ttl", extra={"error": type(error).__name__})
 
     def _stop_for_role(self, progress: ImportProgress, chunk: int, now: datetime) -> None:
         """The importer may no longer write here (demoted, removed or erased): the import
@@ -387,7 +413,15 @@ class DataService:
         progress is gone with the rest of their data, and stays gone."""
         logger.info("import chunk stopped: its importer may no longer write here")
         why = f"Stopped at chunk {chunk}: the importer's role no longer allows writing here."
+        self._fail(progress, why, now)
+
+    def _fail(self, progress: ImportProgress, why: str, now: datetime) -> None:
+        """End the import ``failed``, and drop the chunks it counted: sending the document
+        again writes every chunk anew before it starts over, and the threads of a counted
+        chunk were created or continue in a chunk not counted. Those not counted stay
+        until their TTL: an erasure finds in them the threads a chunk never created."""
         self._imports.fail(progress, why, now)
+        self._drop_chunks(progress, progress.counted)
 
     def _import_preset(self, preset: Preset, importer_id: str, taken: set[str]) -> str | None:
         """Create an imported preset unless the project had one of its name before this

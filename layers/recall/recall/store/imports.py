@@ -1,13 +1,16 @@
 """The Imports table: each import's progress and the chunks the worker writes, under
 ``owner = <userId>#<projectId>``: ``I#<importId>`` is the progress item and
 ``I#<importId>#C#<number>`` each chunk (a JSON body well under the 400 KB item limit).
-Both carry a ``ttl`` (IMPORT_TTL_DAYS), so finished imports leave nothing behind.
+A done import's chunks are deleted once it is done (``drop_chunks``): they hold the
+imported text, which must not outlive the threads a user deletes. Both carry a ``ttl``
+(IMPORT_TTL_DAYS), so what is left of any import, done or not, goes after it.
 
 A chunk is counted once, by number, in the progress item's ``doneChunks`` set: a chunk
 delivered twice writes its (deterministic) items again but moves no counter twice."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +25,7 @@ from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
     StoredItem,
+    batch_delete,
     batch_write,
     delete_found,
     dynamodb_client,
@@ -220,6 +224,15 @@ class ImportStore:
             self._set_status(counted, ImportStatus.DONE, now)
             return counted.model_copy(update={"status": ImportStatus.DONE})
         return counted
+
+    def drop_chunks(self, progress: ImportProgress, numbers: Iterable[int]) -> int:
+        """Delete these chunks of the import, by key (no read), in batches: the count
+        sent. A chunk already gone counts too; DynamoDB deletes nothing then."""
+        keys = [
+            import_key(progress.user_id, progress.project_id, chunk_sk(progress.import_id, n))
+            for n in numbers
+        ]
+        return batch_delete(self.client, self._table, keys, self._batch_size)
 
     def take_up(self, progress: ImportProgress, now: datetime) -> bool:
         """Move a stalled import's ``updatedAt`` to now, on condition nobody moved it

@@ -68,7 +68,7 @@ from recall.store.memory_items import (
     scope_prefix,
     thread_prefix,
 )
-from recall.store.memory_transactions import MemoryTransactions, TurnMemoryWrites
+from recall.store.memory_transactions import MemoryTransactions, TurnMemoryWrites, kept_times
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -325,13 +325,20 @@ class MemoryStore:
         dropped and logged (``None``); an explicit write over the cap is a Conflict.
         ``guard``, a ``ConditionCheck`` on the caller's role, joins the transaction: when
         it fails the write is Forbidden. So does ``thread``, a thread entry's check that its
-        thread is live: when it fails the write is NotFound."""
+        thread is live: when it fails the write is NotFound.
+
+        An imported entry already stored exactly as it comes, its own times included
+        (``kept_times``), is not written again: a chunk run twice, even twice at once, adds
+        no second history record and no version. Every other write lands, the same value
+        or not."""
         owner = owner_key(user_id, project_id)
         sk = entry_sk(entry.key, entry.conversation_id)
         background = entry.source in BACKGROUND_SOURCES
         reclaimed = False
         for _ in range(self._attempts):
             current = self._current(owner, sk)
+            if current is not None and kept_times(entry) and current.entry() == entry:
+                return entry, False
             stored, request = self._transactions.write(owner, entry, current, now, reason)
             try:
                 self.client.transact_write_items(TransactItems=_guarded(request, guard, thread))
@@ -390,10 +397,12 @@ class MemoryStore:
         self, user_id: str, project_id: str, entry: MemoryEntry, reason: str, now: datetime
     ) -> bool:
         """Consolidation's delete, explicit entries included, but only of the entry exactly
-        as its plan read it (a change since then wins); ``False`` when it changed or went."""
+        as its plan read it (a change since then wins); ``False`` when it changed or went.
+        The whole entry is compared: an imported one keeps its document's ``updatedAt``, so
+        a change does not always move it."""
         owner = owner_key(user_id, project_id)
         current = self._current(owner, entry_sk(entry.key, entry.conversation_id))
-        if current is None or current.updated_at != entry.updated_at:
+        if current is None or current.entry() != entry:
             return False
         request = self._transactions.removal(
             owner, current, Source.CONSOLIDATED, now, reason, consolidating=True

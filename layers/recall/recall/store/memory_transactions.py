@@ -30,6 +30,13 @@ from recall.store.dynamodb import to_value
 from recall.store.memory_items import EntryItem, HistoryItem, counter, entry_sk, item_key
 
 
+def kept_times(entry: MemoryEntry) -> bool:
+    """Whether a write stores the entry's own ``createdAt`` and ``updatedAt``: an import's
+    does (when the value was said, which consolidation weighs), every other write is
+    stamped as it lands."""
+    return entry.source == Source.IMPORTED and bool(entry.created_at and entry.updated_at)
+
+
 @dataclass(frozen=True)
 class CountMove:
     """A scope's counter moved by ``delta``; a step up only while the scope has room for
@@ -103,15 +110,20 @@ class MemoryTransactions:
         """The entry as it will be stored, and its transaction: the entry under its
         condition, the counter when it takes a new slot (item 1; left to the caller when
         not ``counted``), and its history records. Writing over an expired entry is a
-        create, recorded as ``expired`` then ``created``."""
+        create, recorded as ``expired`` then ``created``. An imported entry keeps the times
+        its document gave it (``kept_times``)."""
         previous = current.entry() if current else None
         live = previous is not None and is_active(previous, now)
         at = clock.stamp(now)
-        stored = entry.model_copy(
-            update={
-                "created_at": previous.created_at if previous and live else at,
-                "updated_at": at,
-            }
+        stored = (
+            entry
+            if kept_times(entry)
+            else entry.model_copy(
+                update={
+                    "created_at": previous.created_at if previous and live else at,
+                    "updated_at": at,
+                }
+            )
         )
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
