@@ -565,3 +565,63 @@ def test_a_thread_setting_of_the_wrong_type_is_a_422_as_the_api_gives_it(
     # When it is imported, then the field is named as a PATCH names it
     reply = alice.post(f"/projects/{project}/import", document)
     assert fields(reply) == ["conversations.0.settings.maxTokens"]
+
+
+class CrashAfterCounting(Exception):
+    """The worker stops between counting the last chunk and saying the import is done."""
+
+
+def test_an_import_counted_whole_but_stopped_before_done_is_finished_by_its_redelivery(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a one-chunk import whose worker stops right after counting the chunk
+    project = make_project(alice)
+    started = alice.post(f"/projects/{project}/import", exported([memory()]))
+    user, import_id = alice.sub or "", started.body["id"]
+    job = ImportJob(user_id=user, project_id=project, import_id=import_id, chunk=0)
+    finish = ImportStore._set_status
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise CrashAfterCounting
+
+    monkeypatch.setattr(ImportStore, "_set_status", crash)
+    with pytest.raises(CrashAfterCounting):
+        data_service().run_chunk(job, clock.now())
+    monkeypatch.setattr(ImportStore, "_set_status", finish)
+    stopped = alice.get(started.headers["Location"]).body
+    assert (stopped["status"], stopped["memoriesDone"]) == ("running", 1)
+    # When the queue delivers the job again
+    data_service().run_chunk(job, clock.now())
+    # Then the import is done, and keeps no chunk
+    done = alice.get(started.headers["Location"]).body
+    assert (done["status"], done["memoriesDone"]) == ("done", 1)
+    assert import_store().chunk(user, project, import_id, 0) is None
+
+
+def test_the_same_document_again_finishes_an_import_counted_whole_but_not_done(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a one-chunk import counted whole, whose worker stopped before saying done
+    project = make_project(alice)
+    document = exported([memory()])
+    started = alice.post(f"/projects/{project}/import", document)
+    job = ImportJob(
+        user_id=alice.sub or "", project_id=project, import_id=started.body["id"], chunk=0
+    )
+    finish = ImportStore._set_status
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise CrashAfterCounting
+
+    monkeypatch.setattr(ImportStore, "_set_status", crash)
+    with pytest.raises(CrashAfterCounting):
+        data_service().run_chunk(job, clock.now())
+    monkeypatch.setattr(ImportStore, "_set_status", finish)
+    # When the document is sent again, long after, as for a stalled import
+    stopped = alice.get(started.headers["Location"]).body
+    later = clock.parse(stopped["updatedAt"]) + timedelta(days=1)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    again = alice.post(f"/projects/{project}/import", document)
+    # Then it answers the import done, rather than queueing a chunk past its last
+    assert (again.status, again.body["status"], again.body["id"]) == (202, "done", stopped["id"])
+    assert alice.get(started.headers["Location"]).body["status"] == "done"

@@ -266,6 +266,9 @@ class DataService:
             updated_at=stamp,
         )
         stored, created = self._imports.start(progress, plan.chunks, at)
+        finished = self._finish_if_counted(stored, at)
+        if finished is not None:
+            return finished
         if not created and stored.status == ImportStatus.DONE:
             # start wrote the chunks again before it found the import done
             self._drop_chunks(stored, range(len(plan.chunks)))
@@ -324,8 +327,10 @@ class DataService:
         user_id, project_id = job.user_id, job.project_id
         progress = self._imports.progress(user_id, project_id, job.import_id)
         finished = (ImportStatus.DONE, ImportStatus.FAILED)
-        if progress is None or progress.status in finished or job.chunk in progress.counted:
+        if progress is None or progress.status in finished:
             return progress
+        if job.chunk in progress.counted:
+            return self._finish_if_counted(progress, now) or progress
         if self._projects.role_of(project_id, user_id) not in roles_reaching(Role.EDITOR):
             self._stop_for_role(progress, job.chunk, now)
             return None
@@ -395,6 +400,19 @@ class DataService:
         if counted is not None and counted.status == ImportStatus.DONE:
             self._drop_chunks(counted, range(counted.chunks_total))
         return counted
+
+    def _finish_if_counted(self, progress: ImportProgress, now: datetime) -> ImportProgress | None:
+        """Finish an import whose every chunk is counted but which still says ``queued`` or
+        ``running``: the run that counted its last chunk stopped before it said ``done``
+        (two updates), and without this its redelivery found its chunk counted and did
+        nothing, and a take-over queued a chunk past the last."""
+        unfinished = (ImportStatus.QUEUED, ImportStatus.RUNNING)
+        if progress.status not in unfinished or progress.chunks_done < progress.chunks_total:
+            return None
+        logger.info("import finished: every chunk was counted")
+        done = self._imports.finish(progress, now)
+        self._drop_chunks(done, range(done.chunks_total))
+        return done
 
     def _drop_chunks(self, progress: ImportProgress, numbers: Iterable[int]) -> None:
         """Delete chunks nothing will read again: they hold the imported text, which would
