@@ -571,31 +571,39 @@ class CrashAfterCounting(Exception):
     """The worker stops between counting the last chunk and saying the import is done."""
 
 
+def counted_but_not_done(
+    alice: Api, project: str, document: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, ImportJob]:
+    """A one-chunk import whose worker stopped right after counting the chunk."""
+    started = alice.post(f"/projects/{project}/import", document)
+    job = ImportJob(
+        user_id=alice.sub or "", project_id=project, import_id=started.body["id"], chunk=0
+    )
+    with monkeypatch.context() as patched:
+
+        def crash(*args: Any, **kwargs: Any) -> None:
+            raise CrashAfterCounting
+
+        patched.setattr(ImportStore, "_set_status", crash)
+        with pytest.raises(CrashAfterCounting):
+            data_service().run_chunk(job, clock.now())
+    stopped = alice.get(started.headers["Location"]).body
+    assert (stopped["status"], stopped["memoriesDone"]) == ("running", 1)
+    return started, job
+
+
 def test_an_import_counted_whole_but_stopped_before_done_is_finished_by_its_redelivery(
     alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a one-chunk import whose worker stops right after counting the chunk
+    # Given a one-chunk import whose worker stopped right after counting the chunk
     project = make_project(alice)
-    started = alice.post(f"/projects/{project}/import", exported([memory()]))
-    user, import_id = alice.sub or "", started.body["id"]
-    job = ImportJob(user_id=user, project_id=project, import_id=import_id, chunk=0)
-    finish = ImportStore._set_status
-
-    def crash(*args: Any, **kwargs: Any) -> None:
-        raise CrashAfterCounting
-
-    monkeypatch.setattr(ImportStore, "_set_status", crash)
-    with pytest.raises(CrashAfterCounting):
-        data_service().run_chunk(job, clock.now())
-    monkeypatch.setattr(ImportStore, "_set_status", finish)
-    stopped = alice.get(started.headers["Location"]).body
-    assert (stopped["status"], stopped["memoriesDone"]) == ("running", 1)
+    started, job = counted_but_not_done(alice, project, exported([memory()]), monkeypatch)
     # When the queue delivers the job again
     data_service().run_chunk(job, clock.now())
     # Then the import is done, and keeps no chunk
     done = alice.get(started.headers["Location"]).body
     assert (done["status"], done["memoriesDone"]) == ("done", 1)
-    assert import_store().chunk(user, project, import_id, 0) is None
+    assert import_store().chunk(job.user_id, project, job.import_id, 0) is None
 
 
 def test_the_same_document_again_finishes_an_import_counted_whole_but_not_done(
@@ -604,19 +612,7 @@ def test_the_same_document_again_finishes_an_import_counted_whole_but_not_done(
     # Given a one-chunk import counted whole, whose worker stopped before saying done
     project = make_project(alice)
     document = exported([memory()])
-    started = alice.post(f"/projects/{project}/import", document)
-    job = ImportJob(
-        user_id=alice.sub or "", project_id=project, import_id=started.body["id"], chunk=0
-    )
-    finish = ImportStore._set_status
-
-    def crash(*args: Any, **kwargs: Any) -> None:
-        raise CrashAfterCounting
-
-    monkeypatch.setattr(ImportStore, "_set_status", crash)
-    with pytest.raises(CrashAfterCounting):
-        data_service().run_chunk(job, clock.now())
-    monkeypatch.setattr(ImportStore, "_set_status", finish)
+    started, _ = counted_but_not_done(alice, project, document, monkeypatch)
     # When the document is sent again, long after, as for a stalled import
     stopped = alice.get(started.headers["Location"]).body
     later = clock.parse(stopped["updatedAt"]) + timedelta(days=1)
