@@ -44,3 +44,24 @@ def test_cancellation_reasons_are_read_exactly(codes: list[str]) -> None:
         assert isinstance(error, Conflict)
     else:
         assert error is exc
+
+
+def _refused(code: str, status: int) -> ClientError:
+    return ClientError(
+        {
+            "Error": {"Code": code, "Message": "refused"},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        },
+        "Operation",
+    )
+
+
+def test_a_transaction_that_only_met_another_is_a_conflict_that_says_when_to_retry() -> None:
+    # Given DynamoDB cancelled it because another transaction held an item at that moment
+    met = translate(_cancelled(["None", "TransactionConflict", "None"]))
+    # Then it is a 409 with Retry-After, unlike a condition that failed for good
+    failed = translate(_cancelled(["ConditionalCheckFailed", "TransactionConflict"]))
+    assert isinstance(met, Conflict) and met.retry_after is not None
+    assert isinstance(failed, Conflict) and failed.retry_after is None
+    single = translate(_refused("TransactionConflictException", 400))
+    assert isinstance(single, Conflict) and single.retry_after is not None

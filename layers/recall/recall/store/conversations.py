@@ -37,6 +37,7 @@ from recall.store.dynamodb import (
     Item,
     batch_get,
     cancellation_codes,
+    collided,
     dynamodb_client,
     from_item,
     to_item,
@@ -585,5 +586,9 @@ class ConversationStore:
 
 
 def _missing_if_conflict(exc: ClientError) -> Exception:
+    """A failed ``attribute_exists`` is a thread that is not there; a write that only met
+    another transaction (a turn saving on the thread) is a ``Conflict`` to try again."""
     error = translate(exc)
-    return NotFound("No such conversation.") if isinstance(error, Conflict) else error
+    if isinstance(error, Conflict) and not collided(exc):
+        return NotFound("No such conversation.")
+    return error

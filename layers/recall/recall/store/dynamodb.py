@@ -119,6 +119,7 @@ def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _CONFLICTS = {"ConditionalCheckFailed", "TransactionConflict"}
+_COLLISION = "TransactionConflict"
 _THROTTLED_REASONS = _THROTTLING | {"ProvisionedThroughputExceeded", "ThrottlingError"}
 
 
@@ -136,11 +137,27 @@ BUSY = "The store is busy; try again shortly."
 UNAVAILABLE = "The store is unavailable for a moment; nothing was saved, try again shortly."
 
 
+def collided(exc: ClientError) -> bool:
+    """Whether DynamoDB refused the write only because another transaction was writing one
+    of its items at that moment (``TransactionConflict``): nothing failed a condition, so
+    the same write may land if sent again. botocore does not retry it."""
+    code = error_code(exc)
+    if code == "TransactionConflictException":
+        return True
+    if code != "TransactionCanceledException":
+        return False
+    reasons = set(cancellation_codes(exc))
+    return _COLLISION in reasons and reasons <= {_COLLISION, "None"}
+
+
 def translate(exc: ClientError, conflict_message: str = "The item changed meanwhile.") -> Exception:
     """DynamoDB's error codes as domain errors; anything unexpected is re-raised as is.
-    Throttling and transient faults reach here only once botocore's retries ran out."""
+    Throttling and transient faults reach here only once botocore's retries ran out. A
+    collision with another transaction is a ``Conflict`` that says when to try again."""
     code = error_code(exc)
-    if code in {"ConditionalCheckFailedException", "TransactionConflictException"}:
+    if collided(exc):
+        return Conflict(conflict_message, retry_after=get_settings().retry_after_seconds)
+    if code == "ConditionalCheckFailedException":
         return Conflict(conflict_message)
     if code == "TransactionCanceledException":
         # Read the reasons exactly: only a failed condition or a competing transaction is a
