@@ -80,6 +80,9 @@ TRANSIENTS = (
     Fault("connection refused", "", 0),
 )
 
+# SQS's own word for throttling (not DynamoDB's): botocore retries it, then raises it.
+QUEUE_THROTTLED = Fault("queue throttled", "RequestThrottled", 400)
+
 
 @dataclass
 class Injector:
