@@ -21,7 +21,7 @@ from recall.api.stream import (
     error_frame,
     read_frame,
 )
-from recall.errors import Unauthenticated
+from recall.errors import DomainError
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
 from recall.wiring import stream_links
@@ -41,9 +41,11 @@ def received(event: dict[str, Any]) -> dict[str, Any]:
     context = event["requestContext"]
     domain, stage, connection_id = context["domainName"], context["stage"], context["connectionId"]
     connection = stream_links().connection(domain, stage, connection_id)
+    request_id: str | None = None  # known once the frame is read; its answer carries it
     try:
         user_id = caller_of(context.get("authorizer"))
         frame = read_frame(event.get("body"), get_settings().request_body_max_bytes)
+        request_id = frame.request_id
         stream_links().hand_off(
             {
                 "domainName": domain,
@@ -55,10 +57,12 @@ def received(event: dict[str, Any]) -> dict[str, Any]:
         )
     except FrameRefused as refused:
         _answer(connection, refused.frame)
-    except Unauthenticated as error:
-        _answer(connection, error_frame(None, domain_error_response(error)))
+    except DomainError as error:
+        _answer(connection, error_frame(request_id, domain_error_response(error)))
     except Exception as error:
-        _answer(connection, error_frame(None, unexpected_error_response(error)))
+        # Lambda refusing the hand-off for a moment (TooManyRequestsException) is a 429
+        # with retryAfter, as any dependency's throttling is.
+        _answer(connection, error_frame(request_id, unexpected_error_response(error)))
     return OK
 
 

@@ -5,7 +5,7 @@ which attempts it made and what backoff it asked for."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 import json
@@ -80,6 +80,9 @@ TRANSIENTS = (
     Fault("connection refused", "", 0),
 )
 
+# SQS's own word for throttling (not DynamoDB's): botocore retries it, then raises it.
+QUEUE_THROTTLED = Fault("queue throttled", "RequestThrottled", 400)
+
 
 @dataclass
 class Injector:
@@ -145,6 +148,43 @@ def injected(client: Any, service: str = "dynamodb") -> Iterator[Injector]:
     finally:
         events.unregister(f"before-call.{service}", unique_id="fault-calls")
         events.unregister(f"before-send.{service}", unique_id="fault-sends")
+
+
+@dataclass
+class Collisions:
+    """The transactions a client sent under ``colliding``, and how many were cancelled."""
+
+    sent: int = 0
+    cancelled: int = 0
+
+
+@contextmanager
+def colliding(
+    client: Any, at: Callable[[dict[str, Any]], bool], times: int
+) -> Iterator[Collisions]:
+    """DynamoDB cancelling the client's next ``times`` transactions because another
+    transaction was writing an item that ``at`` picks at that very moment: reason
+    ``TransactionConflict`` on those items, ``None`` on the rest, as AWS sends it when two
+    transactions touch one item at once. The embedded store serialises transactions, so
+    it never does; botocore does not retry it."""
+    seen = Collisions()
+
+    def on_send(request: Any, **_: Any) -> AWSResponse | None:
+        seen.sent += 1
+        if seen.cancelled >= times:
+            return None
+        seen.cancelled += 1
+        items = json.loads(request.body)["TransactItems"]
+        reasons = tuple("TransactionConflict" if at(item) else "None" for item in items)
+        met = Fault("transaction conflict", "TransactionCanceledException", 400, reasons)
+        return met.response(request.url)
+
+    events = client.meta.events
+    events.register("before-send.dynamodb.TransactWriteItems", on_send, unique_id="collide")
+    try:
+        yield seen
+    finally:
+        events.unregister("before-send.dynamodb.TransactWriteItems", unique_id="collide")
 
 
 @dataclass

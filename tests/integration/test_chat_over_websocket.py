@@ -11,14 +11,18 @@ from collections.abc import Callable, Iterator
 import json
 from typing import Any
 
+import boto3
+from botocore.stub import Stubber
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 import pytest
 
 from local import runtime, template
 from local.websocket import function_of, route_of, websocket_event
+from recall.api.connections import AwsLinks
 from recall.api.stream import Connection, ConnectionGone, Frame
 from recall.domain.prompt import ModelReply, ModelRequest, ModelThrottled
+from recall.settings import get_settings
 from recall.wiring import model_choice, stream_links
 from tests.integration.any_json import any_json
 from tests.integration.conftest import Api
@@ -296,6 +300,53 @@ def test_a_client_that_leaves_mid_reply_still_has_its_turn_saved_once(
     assert saved[-1]["status"] == "complete"
     assert saved[-1]["content"] == Talkative.TEXT
     assert Talkative.TEXT.startswith(text_of(frames))
+
+
+class ManagementApi:
+    """API Gateway's management API as AwsLinks calls it, keeping what was posted."""
+
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+
+    def post_to_connection(self, ConnectionId: str, Data: bytes) -> None:
+        self.frames.append(json.loads(Data))
+
+
+# Lambda refusing the asynchronous hand-off: the function's or the account's concurrency
+# used up, or a fault of Lambda's own.
+HAND_OFF_REFUSED = [
+    ("TooManyRequestsException", 429, 429, "throttled"),
+    ("ServiceException", 500, 503, "unavailable"),
+]
+
+
+@pytest.mark.parametrize(
+    ("code", "http", "status", "error"), HAND_OFF_REFUSED, ids=lambda value: str(value)
+)
+def test_a_hand_off_lambda_refuses_is_an_error_frame_to_retry_with_the_frames_request_id(
+    alice: Api, make_project: MakeProject, code: str, http: int, status: int, error: str
+) -> None:
+    # Given the deployed links, whose Lambda refuses the stream worker's invoke
+    project = make_project(alice)
+    client = boto3.client("lambda", region_name="us-east-1")
+    refusing = Stubber(client)
+    refusing.add_client_error("invoke", code, "refused", http_status_code=http)
+    management = ManagementApi()
+    stream_links().use(AwsLinks("ws-stream", lambda_client=client, management_client=management))
+    frame = {"action": "chat", "requestId": "r-7", "projectId": project, "body": {"message": "hi"}}
+    body = json.dumps(frame)
+    event = websocket_event("chat", "MESSAGE", "conn-aws", str(alice.sub), "ws.test", body=body)
+    try:
+        # When
+        with refusing:
+            assert runtime.invoke(function_of("ws_chat"), event) == {"statusCode": 200}
+    finally:
+        stream_links().use(None)
+    # Then one error frame, for that request, that says when to send it again
+    [sent] = management.frames
+    assert (sent["type"], sent["requestId"], sent["status"]) == ("error", "r-7", status), sent
+    assert sent["body"]["error"]["code"] == error
+    assert sent["retryAfter"] == get_settings().retry_after_seconds
 
 
 def test_a_frame_on_a_connection_without_identity_is_a_401(

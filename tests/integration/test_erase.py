@@ -23,6 +23,7 @@ from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.erasure_markers import ErasureMarkers
 from recall.store.idempotency import OWNER
+from recall.store.jobs import sqs_client
 from recall.store.keys import owner_key
 from recall.store.sessions import session_key
 from recall.wiring import (
@@ -39,7 +40,13 @@ from tests.integration.conftest import (
     session_left_behind,
     transactions_after_every_racer_read,
 )
-from tests.integration.fault_injection import ALWAYS, THROTTLES, injected, no_backoff_sleep
+from tests.integration.fault_injection import (
+    ALWAYS,
+    QUEUE_THROTTLED,
+    THROTTLES,
+    injected,
+    no_backoff_sleep,
+)
 
 MakeProject = Callable[..., str]
 
@@ -316,6 +323,35 @@ def test_a_large_erasure_answers_202_and_the_worker_finishes_it(
     assert bob.get(f"/projects/{project}/conversations").status == 403
     assert not nothing(held(bob.sub or "", project, threads))
     # When the worker runs, each run deleting five items and queueing the rest
+    for poller in background.pollers(embedded_store):
+        poller.drain(deadline_seconds=60)
+    # Then
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []
+
+
+def test_a_large_erasure_whose_job_the_queue_throttles_is_a_429_and_a_retry_finishes_it(
+    alice: Api,
+    bob: Api,
+    shared: tuple[str, str],
+    embedded_store: embedded.EmbeddedStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given more of bob's items than one run may delete, and SQS throttling the hand-off
+    project, _ = shared
+    threads = fill(bob, project)
+    monkeypatch.setattr(erasure_service(), "_budget", 5)
+    with no_backoff_sleep(), injected(sqs_client(), "sqs") as queue:
+        queue.arm(0, QUEUE_THROTTLED, ALWAYS)
+        # When
+        throttled = bob.delete(f"/projects/{project}/me")
+    # Then it is a 429 that says when to come back, not a 500, and bob is already out
+    assert queue.faulted, "the hand-off was never throttled"
+    assert (throttled.status, throttled.body["error"]["code"]) == (429, "throttled"), throttled
+    assert throttled.headers.get("Retry-After") == str(get_settings().retry_after_seconds)
+    assert bob.get(f"/projects/{project}/conversations").status == 403
+    # When bob retries, and the worker runs what that hands on
+    assert bob.delete(f"/projects/{project}/me").status in (202, 204)
     for poller in background.pollers(embedded_store):
         poller.drain(deadline_seconds=60)
     # Then

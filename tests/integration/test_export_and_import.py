@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
+from botocore.exceptions import ClientError
 import pytest
 
 from recall.domain import clock
@@ -16,6 +17,7 @@ from recall.domain.prompt import ModelError, ModelReply, ModelRequest
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
 from recall.store.imports import chunk_sk, import_key, progress_sk
+from recall.store.jobs import sqs_client
 from recall.wiring import (
     conversation_store,
     data_service,
@@ -25,6 +27,7 @@ from recall.wiring import (
     model_choice,
 )
 from tests.integration.conftest import Api
+from tests.integration.fault_injection import ALWAYS, QUEUE_THROTTLED, injected, no_backoff_sleep
 
 MakeProject = Callable[..., str]
 
@@ -597,6 +600,57 @@ def test_a_running_import_keeps_the_chunks_still_to_run(
     assert total > 1 and kept == list(range(total))
     drain()
     assert chunks_kept(user, project, running["id"]) == ([], total)
+
+
+def three_threads() -> dict[str, Any]:
+    return {
+        "format": "threads",
+        "threads": [thread(f"T{n}", *[f"message {n}.{m}" for m in range(6)]) for n in range(3)],
+    }
+
+
+def test_an_import_the_queue_throttles_is_a_429_and_the_same_document_again_runs_it(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None]
+) -> None:
+    # Given SQS throttles the first chunk's job
+    project = make_project(alice)
+    with no_backoff_sleep(), injected(sqs_client(), "sqs") as queue:
+        queue.arm(0, QUEUE_THROTTLED, ALWAYS)
+        # When
+        throttled = alice.post(f"/projects/{project}/import", three_threads())
+    # Then it is a 429 that says when to come back, not a 500
+    assert queue.faulted, "the queue was never asked"
+    assert (throttled.status, throttled.body["error"]["code"]) == (429, "throttled"), throttled
+    assert throttled.headers.get("Retry-After") == str(get_settings().retry_after_seconds)
+    # And the same document again queues it, and it runs
+    progress = import_done(alice, project, three_threads(), drain)
+    assert (progress["status"], progress["threadsDone"]) == ("done", 3), progress
+
+
+def test_a_chunk_whose_next_job_the_queue_throttles_is_retried_not_failed(
+    alice: Api, make_project: MakeProject, drain: Callable[[], None], small_settings: Any
+) -> None:
+    # Given three chunks, and SQS throttling the job of the chunk after the first
+    project = make_project(alice)
+    small_settings(import_chunk_max_bytes=1_500)
+    started = alice.post(f"/projects/{project}/import", three_threads())
+    assert started.status == 202, started
+    first = ImportJob(user_id=alice.sub, project_id=project, import_id=started.body["id"], chunk=0)
+    with no_backoff_sleep(), injected(sqs_client(), "sqs") as queue:
+        queue.arm(0, QUEUE_THROTTLED, ALWAYS)
+        # When the worker runs the first chunk, then it fails for the queue's retries
+        with pytest.raises(ClientError):
+            job_runner().run(first)
+    assert queue.faulted, "the next chunk was never queued"
+    # And the import is not ended: it still runs
+    assert alice.get(started.headers["Location"]).body["status"] != "failed"
+    # When the queue delivers the chunk again
+    drain()
+    # Then every chunk is written, once
+    progress = alice.get(started.headers["Location"]).body
+    assert progress["status"] == "done", progress
+    assert (progress["threadsDone"], progress["messagesDone"]) == (3, 18)
+    assert len(alice.get(f"/projects/{project}/conversations").body["conversations"]) == 3
 
 
 def test_an_import_whose_chunk_is_gone_fails_and_says_why(

@@ -51,6 +51,7 @@ from tests.integration.fault_injection import (
     Backoffs,
     Fault,
     Injector,
+    colliding,
     injected,
     no_backoff_sleep,
 )
@@ -486,6 +487,116 @@ def test_a_turn_refused_at_its_save_leaves_no_memory_entry_its_tools_wrote(
     assert reply.status in (429, 503), reply
     # Then nothing of the turn stays: no message, and no memory entry its tool wrote
     assert_the_reply_is_what_was_saved(reply, text, before, snapshot(user, project, thread))
+
+
+def written_to(table: str, action: str | None = None) -> Callable[[dict[str, Any]], bool]:
+    """A transaction's item on the table a setting names (of one action, when given)."""
+
+    def picks(item: dict[str, Any]) -> bool:
+        name = getattr(get_settings(), table)
+        return any(
+            part.get("TableName") == name and action in (None, kind) for kind, part in item.items()
+        )
+
+    return picks
+
+
+MET_AT = {
+    "the thread": written_to("conversations_table", "Update"),
+    "the caller's usage counter": written_to("usage_table"),
+    "the caller's role check": written_to("projects_table", "ConditionCheck"),
+}
+
+
+@pytest.mark.parametrize("where", MET_AT.values(), ids=MET_AT.keys())
+def test_a_save_that_met_another_transaction_is_saved_again_and_lands_once(
+    alice: Api, make_project: MakeProject, where: Callable[[dict[str, Any]], bool]
+) -> None:
+    # Given a thread, and a turn whose save meets another transaction on one of its items
+    # (a turn on the same thread, or the same user's turn in another tab)
+    project = make_project(alice)
+    thread = started_thread(alice, project)
+    user = alice.sub or ""
+    before = snapshot(user, project, thread)
+    with colliding(dynamodb_client(), where, ONCE) as collisions:
+        reply = say(alice, project, "once more", thread)
+    # Then it is saved again, once, in order
+    assert reply.status == 200, reply
+    assert (collisions.sent, collisions.cancelled) == (2, 1)
+    after = snapshot(user, project, thread)
+    assert_the_reply_is_what_was_saved(reply, "once more", before, after)
+    assert [m.role for m in turn_added(before, after)[thread]] == ["user", "assistant"]
+
+
+def test_a_turn_whose_tool_memory_met_another_transaction_saves_it_on_the_next_try(
+    alice: Api, store_faults: Injector, tool_turn: ToolTurn
+) -> None:
+    user, project, thread = alice.sub or "", tool_turn.project, tool_turn.thread
+    before = snapshot(user, project, thread)
+    text = MEMORY_TOOL.message(5)
+    with colliding(dynamodb_client(), written_to("memories_table"), ONCE) as collisions:
+        reply = say(alice, project, text, thread)
+    assert reply.status == 200, reply
+    assert collisions.cancelled == 1
+    after = snapshot(user, project, thread)
+    assert_the_reply_is_what_was_saved(reply, text, before, after)
+    assert reply.body["memoriesSaved"], reply.body
+    assert after.memories != before.memories
+
+
+def test_a_save_that_keeps_meeting_other_transactions_gives_up_with_409_and_retry_after(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given every save of the turn meets another transaction on the thread
+    project = make_project(alice)
+    thread = started_thread(alice, project)
+    user = alice.sub or ""
+    before = snapshot(user, project, thread)
+    monkeypatch.setattr("recall.services.chat.time.sleep", lambda _: None)
+    met = written_to("conversations_table", "Update")
+    with colliding(dynamodb_client(), met, ALWAYS) as collisions:
+        reply = say(alice, project, "busy?", thread)
+    # Then the turn tried as often as its setting allows, saved nothing, and says when
+    # to come back
+    settings = get_settings()
+    assert collisions.cancelled == settings.turn_retry_max
+    assert (reply.status, reply.body["error"]["code"]) == (409, "conflict"), reply
+    assert reply.headers.get("Retry-After") == str(settings.retry_after_seconds)
+    assert turn_added(before, snapshot(user, project, thread)) == {}
+
+
+def test_clearing_the_context_as_a_turn_saves_on_the_thread_is_a_409_to_retry_not_a_404(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given the clear's write meets a turn's transaction on the thread's item
+    project = make_project(alice)
+    thread = started_thread(alice, project)
+    path = f"/projects/{project}/conversations/{thread}/clear-context"
+    with colliding(dynamodb_client(), written_to("conversations_table"), ONCE):
+        busy = alice.post(path)
+    # Then the thread is not called gone: the client is told to come back
+    assert (busy.status, busy.body["error"]["code"]) == (409, "conflict"), busy
+    assert busy.headers.get("Retry-After") == str(get_settings().retry_after_seconds)
+    # And the same request then clears it
+    assert alice.post(path).status == 200
+
+
+def test_renaming_a_thread_as_a_turn_saves_on_it_reads_it_again_and_lands(
+    alice: Api, make_project: MakeProject, store_faults: Injector
+) -> None:
+    # Given the rename's update meets a turn's transaction on the thread's item
+    project = make_project(alice)
+    thread = started_thread(alice, project)
+    path = f"/projects/{project}/conversations/{thread}"
+    met = Fault("in a transaction", "TransactionConflictException", 400)
+    store_faults.arm(0, met, ALWAYS, plan=["UpdateItem"])
+    renamed = alice.patch(path, {"title": "Renamed"})
+    store_faults.disarm()
+    # Then the thread is not called gone: the PATCH reads it again and lands
+    assert store_faults.faulted[:1] == ["UpdateItem"]
+    assert (renamed.status, renamed.body["title"]) == (200, "Renamed"), renamed
+    listed = alice.get(f"/projects/{project}/conversations").body["conversations"]
+    assert [row["title"] for row in listed] == ["Renamed"]
 
 
 MODEL_FAULTS = [

@@ -162,9 +162,10 @@ ROUTES: dict[str, Contract] = {
     "GET /projects/{projectId}/conversations": Contract(_OK, (403, 422)),
     "POST /projects/{projectId}/conversations": Contract(_CREATED, (403, 422)),
     f"GET {_CONVERSATION}": Contract(_OK, (403, 404, 422)),
-    # 409: the thread kept changing under the PATCH (THREAD_CHANGE_ATTEMPTS).
+    # 409: the thread kept changing under the PATCH (THREAD_CHANGE_ATTEMPTS), or its item
+    # was in another write at that moment (a turn saving on it).
     f"PATCH {_CONVERSATION}": Contract(_OK, (403, 404, 409, 422)),
-    f"DELETE {_CONVERSATION}": Contract(_DONE, (403, 404)),
+    f"DELETE {_CONVERSATION}": Contract(_DONE, (403, 404, 409)),
     # 422: a JSON array as the body, though the route reads none.
     f"POST {_CONVERSATION}/clear-context": Contract(_OK, (403, 404, 409, 422)),
     f"GET {_CONVERSATION}/context": Contract(_OK, (403, 404)),

@@ -38,6 +38,7 @@ from recall.store.turns import (
     ConversationChanged,
     MemoryChanged,
     SavedTurn,
+    TurnCollided,
     TurnStore,
     TurnUsage,
     UsageChanged,
@@ -171,8 +172,10 @@ class ChatService:
     ) -> tuple[list[Message], bool, TurnMemoryWrites | None]:
         """One transaction. When another turn on the thread saved first (or it was archived
         or unarchived), re-read the thread and its window and save again with fresh ids, so
-        both turns land in order; when a memory entry moved meanwhile, re-read it. Also says
-        whether messages left the window (a summary has something to fold)."""
+        both turns land in order; when a memory entry moved meanwhile, re-read it. A save
+        that met another transaction at the same moment (DynamoDB cancels both sides' items
+        alike) is saved again the same way. Also says whether messages left the window (a
+        summary has something to fold)."""
         settings = self._settings
         conversation, window = loaded.conversation, loaded.window
         user_id, project_id = conversation.user_id, conversation.project_id
@@ -232,6 +235,9 @@ class ChatService:
             except UsageChanged:
                 logger.info("usage moved to a new day during the turn; counting again")
                 counters = self._turns.usage(user_id, project_id, now)
+                continue
+            except TurnCollided:
+                logger.info("another write met the turn's save; saving again")
                 continue
             except MemoryChanged as changed:
                 logger.info(

@@ -39,6 +39,7 @@ from recall.store.dynamodb import (
     Item,
     batch_get,
     cancellation_codes,
+    collided,
     dynamodb_client,
     error_code,
     from_item,
@@ -689,5 +690,9 @@ class ConversationStore:
 
 
 def _missing_if_conflict(exc: ClientError) -> Exception:
+    """A failed ``attribute_exists`` is a thread that is not there; a write that only met
+    another transaction (a turn saving on the thread) is a ``Conflict`` to try again."""
     error = translate(exc)
-    return NotFound("No such conversation.") if isinstance(error, Conflict) else error
+    if isinstance(error, Conflict) and not collided(exc):
+        return NotFound("No such conversation.")
+    return error

@@ -15,6 +15,11 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.retries.standard import (
+    RetryContext,
+    ThrottledRetryableChecker,
+    TransientRetryableChecker,
+)
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
@@ -119,6 +124,7 @@ def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _CONFLICTS = {"ConditionalCheckFailed", "TransactionConflict"}
+_COLLISION = "TransactionConflict"
 _THROTTLED_REASONS = _THROTTLING | {"ProvisionedThroughputExceeded", "ThrottlingError"}
 
 
@@ -132,15 +138,38 @@ _TRANSIENT = {
     "RequestTimeout",
     "RequestTimeoutException",
 }
+# botocore's own lists of what any AWS service means by "slow down" (SQS's
+# RequestThrottled, Lambda's TooManyRequestsException, S3's SlowDown, ...) and by a
+# passing fault: the codes its standard retry mode retries.
+_ANY_THROTTLING = ThrottledRetryableChecker()
+_ANY_TRANSIENT = TransientRetryableChecker()
 BUSY = "The store is busy; try again shortly."
 UNAVAILABLE = "The store is unavailable for a moment; nothing was saved, try again shortly."
+SERVICE_BUSY = "A service we depend on is busy; nothing was done, try again shortly."
+
+
+def collided(exc: ClientError) -> bool:
+    """Whether DynamoDB refused the write only because another transaction was writing one
+    of its items at that moment (``TransactionConflict``): nothing failed a condition, so
+    the same write may land if sent again. botocore does not retry it."""
+    code = error_code(exc)
+    if code == "TransactionConflictException":
+        return True
+    if code != "TransactionCanceledException":
+        return False
+    reasons = set(cancellation_codes(exc))
+    return _COLLISION in reasons and reasons <= {_COLLISION, "None"}
 
 
 def translate(exc: ClientError, conflict_message: str = "The item changed meanwhile.") -> Exception:
-    """DynamoDB's error codes as domain errors; anything unexpected is re-raised as is.
-    Throttling and transient faults reach here only once botocore's retries ran out."""
+    """DynamoDB's error codes, and any service's throttling and passing faults, as domain
+    errors; anything unexpected is re-raised as is. Throttling and transient faults reach
+    here only once botocore's retries ran out. A collision with another transaction is a
+    ``Conflict`` that says when to try again."""
     code = error_code(exc)
-    if code in {"ConditionalCheckFailedException", "TransactionConflictException"}:
+    if collided(exc):
+        return Conflict(conflict_message, retry_after=get_settings().retry_after_seconds)
+    if code == "ConditionalCheckFailedException":
         return Conflict(conflict_message)
     if code == "TransactionCanceledException":
         # Read the reasons exactly: only a failed condition or a competing transaction is a
@@ -153,17 +182,25 @@ def translate(exc: ClientError, conflict_message: str = "The item changed meanwh
         return exc
     if code in _THROTTLING:
         return Throttled(BUSY)
+    # Another service's codes (SQS, Lambda, KMS, S3, ...), as botocore's standard retry
+    # mode reads them: its throttling, then its passing faults.
+    context = RetryContext(attempt_number=1, parsed_response=exc.response)
+    if _ANY_THROTTLING.is_retryable(context):
+        return Throttled(SERVICE_BUSY)
     status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
     if code in _TRANSIENT or status >= 500:
         return Unavailable(UNAVAILABLE)
+    if _ANY_TRANSIENT.is_retryable(context):
+        return Unavailable(SERVICE_BUSY)
     return exc
 
 
 def fault_of(exc: BaseException) -> DomainError | None:
     """What an AWS call's failure means to a caller once its retries ran out: throttling
     (``Throttled``), a transient fault or a connection that never answered
-    (``Unavailable``), or None for anything else (a bug). Follows ``raise … from`` causes,
-    so a fault a library wrapped (the idempotency layer does) is still recognised."""
+    (``Unavailable``), of DynamoDB or any other service, or None for anything else (a
+    bug). Follows ``raise … from`` causes, so a fault a library wrapped (the idempotency
+    layer does) is still recognised."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ClientError):

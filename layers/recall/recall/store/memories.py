@@ -135,6 +135,7 @@ class MemoryStore:
         self._batch_base_seconds = settings.batch_retry_base_seconds
         self._transactions = MemoryTransactions(settings)
         self._attempts = settings.memory_write_attempts
+        self._retry_after = settings.retry_after_seconds
 
     @property
     def client(self) -> DynamoDBClient:
@@ -359,7 +360,10 @@ class MemoryStore:
                     return None
                 continue
             return stored, current is None
-        raise Conflict("The memory entry changed too often meanwhile; try again.")
+        raise Conflict(
+            "The memory entry changed too often meanwhile; try again.",
+            retry_after=self._retry_after,
+        )
 
     def delete(
         self,
@@ -391,7 +395,10 @@ class MemoryStore:
                     return None
                 continue
             return current.entry()
-        raise Conflict("The memory entry changed too often meanwhile; try again.")
+        raise Conflict(
+            "The memory entry changed too often meanwhile; try again.",
+            retry_after=self._retry_after,
+        )
 
     def retire(
         self, user_id: str, project_id: str, entry: MemoryEntry, reason: str, now: datetime

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _FAILED = "ConditionalCheckFailed"
+_COLLISION = "TransactionConflict"
 
 
 @dataclass
@@ -103,6 +104,15 @@ class MemoryChanged(Conflict):
     def __init__(self, full: set[str | None]) -> None:
         super().__init__("A memory entry changed meanwhile.")
         self.full = full
+
+
+class TurnCollided(Conflict):
+    """Another transaction was writing one of the turn's items at that very moment (the
+    caller's usage counter from a turn in another tab, their member item): nothing failed
+    a condition, so save the same again."""
+
+    def __init__(self) -> None:
+        super().__init__("Another write met the turn's save.")
 
 
 class TurnStore:
@@ -179,7 +189,8 @@ class TurnStore:
         and a check that the caller may still edit. Only what is new is written: nothing
         that grows with the window or the thread. Refusals are read item by item:
         ``NotFound`` for a deleted thread, ``ConversationChanged``, ``Forbidden``,
-        ``MemoryChanged``."""
+        ``MemoryChanged``; an item another transaction held at that moment is read again
+        the same way, or else ``TurnCollided``."""
         conversation = turn.conversation
         owner = (conversation.user_id, conversation.project_id, conversation.conversation_id)
         memory = turn.memory
@@ -239,12 +250,12 @@ class TurnStore:
         except ClientError as exc:
             if error_code(exc) != "TransactionCanceledException":
                 raise translate(exc) from exc
-            failed = {
-                part
-                for part, code in zip(parts, cancellation_codes(exc), strict=False)
-                if code == _FAILED
-            }
-            if "conversation" in failed:
+            reasons = list(zip(parts, cancellation_codes(exc), strict=False))
+            failed = {part for part, code in reasons if code == _FAILED}
+            # Another transaction on one of the items (DynamoDB's TransactionConflict):
+            # what it wrote is read again like a failed condition, the rest saved again.
+            met = {part for part, code in reasons if code == _COLLISION and not failed}
+            if "conversation" in failed | met:
                 now = self._conversations.get(*owner)
                 if now is None:
                     raise NotFound("The conversation was deleted.") from exc
@@ -253,11 +264,13 @@ class TurnStore:
                 raise Forbidden(
                     "Your role on this project changed: you can no longer chat here."
                 ) from exc
-            if "usage" in failed:
+            if "usage" in failed | met:
                 raise UsageChanged() from exc
             full = {_scope_of(part) for part in failed if part.startswith(_COUNT)}
-            if full or "memory" in failed:
+            if full or any(part == "memory" or part.startswith(_COUNT) for part in failed | met):
                 raise MemoryChanged(full) from exc
+            if met:
+                raise TurnCollided() from exc
             raise translate(exc) from exc
 
 
