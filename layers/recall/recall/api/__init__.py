@@ -171,6 +171,18 @@ def json_depth(text: str) -> int:
     return max(accumulate(steps, initial=0))
 
 
+def read_json(text: str | bytes) -> Any:
+    """A client's JSON, or `json.JSONDecodeError` for anything that is not JSON, the one
+    error Powertools turns into a 400: Python's own parser raises a plain `ValueError` for
+    an integer over 4,300 digits (a 500 once it reached the resolver's last resort)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        raise json.JSONDecodeError(str(exc), str(text), 0) from exc
+
+
 def _escapes_text(text: str) -> bool:
     """Whether every string the JSON escapes is text: ``"\\ud800"`` is valid JSON but a
     lone surrogate, which no UTF-8 can hold and DynamoDB refuses (a 500 once stored).
@@ -178,7 +190,7 @@ def _escapes_text(text: str) -> bool:
     if "\\u" not in text:
         return True
     try:
-        json.dumps(json.loads(text), ensure_ascii=False).encode("utf-8")
+        json.dumps(read_json(text), ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return False
     except ValueError:
@@ -200,11 +212,11 @@ def _body_text(body: str, encoded: bool) -> str | None:
 
 def _is_json_array(text: str) -> bool:
     """Whether ``text`` is a well-formed JSON array (malformed JSON is left to the 400);
-    called only once the depth check has bounded what ``json.loads`` may meet."""
+    called only once the depth check has bounded what ``read_json`` may meet."""
     if not text.lstrip().startswith("["):
         return False
     try:
-        json.loads(text)
+        read_json(text)
     except ValueError:
         return False
     return True
@@ -321,7 +333,9 @@ class JsonResolver(APIGatewayHttpResolver):
 def new_resolver(serializer: Callable[[Any], str] | None = None) -> APIGatewayHttpResolver:
     """The resolver every function routes with; ``serializer`` writes its JSON bodies
     (Powertools' own, ASCII with ``\\u`` escapes, when not given)."""
-    app = JsonResolver(enable_validation=True, serializer=serializer)
+    app = JsonResolver(
+        enable_validation=True, serializer=serializer, json_body_deserializer=read_json
+    )
 
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
         errors = list(error.errors())
