@@ -1,6 +1,7 @@
 """Bodies no parser should ever see get a 400 with the API's error body, on every route
 that takes one: bytes that are not UTF-8 (API Gateway base64-encodes them) and JSON nested
-deeper than any request needs (a recursive parser would fail with a 500)."""
+deeper than any request needs (a recursive parser would fail with a 500); and bodies
+Python's parser reads differently from JSON (an integer it will not read, ``NaN``) too."""
 
 from __future__ import annotations
 
@@ -146,5 +147,19 @@ def test_an_integer_too_long_for_python_to_read_is_a_400(route: template.Route) 
     reply = _send(route, body)
 
     # Then the answer is 400 with the API's error body, never a 500
+    assert reply["statusCode"] == 400, (route.route_key, reply)
+    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+
+
+@pytest.mark.parametrize("route", READ_BODY, ids=lambda route: route.route_key)
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_a_number_json_has_no_place_for_is_a_400(route: template.Route, literal: str) -> None:
+    # Given a body Python's parser reads but RFC 8259 does not: NaN or an infinity
+    body = '{"name": "x", "message": "hi", "turnsPerDay": ' + literal + "}"
+
+    # When it is the body of any route that reads one
+    reply = _send(route, body)
+
+    # Then it is refused as not JSON, not as a field that holds no valid number or string
     assert reply["statusCode"] == 400, (route.route_key, reply)
     assert json.loads(reply["body"])["error"]["code"] == "malformed_json"

@@ -171,12 +171,17 @@ def json_depth(text: str) -> int:
     return max(accumulate(steps, initial=0))
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON.")
+
+
 def read_json(text: str | bytes) -> Any:
     """A client's JSON, or `json.JSONDecodeError` for anything that is not JSON, the one
     error Powertools turns into a 400: Python's own parser raises a plain `ValueError` for
-    an integer over 4,300 digits (a 500 once it reached the resolver's last resort)."""
+    an integer over 4,300 digits (a 500 once it reached the resolver's last resort), and
+    reads ``NaN``, ``Infinity`` and ``-Infinity``, which RFC 8259 has no place for."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError:
         raise
     except ValueError as exc:
