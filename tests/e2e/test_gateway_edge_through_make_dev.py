@@ -293,6 +293,7 @@ def test_a_body_framing_the_server_cannot_read_is_answered(
         ("Sec-WebSocket-Version: 13", f"Sec-WebSocket-Key: {KEY}", f"Sec-WebSocket-Key: {KEY}"),
         (f"Sec-WebSocket-Key: {KEY}",),
         ("Sec-WebSocket-Version: 13", f"Sec-WebSocket-Key: {KEY}", "Connection: close"),
+        ("Sec-WebSocket-Version: 13", f"Sec-WebSocket-Key: {KEY}", "Sec-WebSocket-Protocol: bé"),
     ],
     ids=[
         "no key",
@@ -301,6 +302,7 @@ def test_a_body_framing_the_server_cannot_read_is_answered(
         "two keys",
         "no version",
         "connection: close",
+        "protocol not ascii",
     ],
 )
 def test_a_malformed_websocket_handshake_is_400(wire: Wire, headers: tuple[str, ...]) -> None:
