@@ -57,9 +57,14 @@ def console_file(method: str, path: str, root: Path = WEB) -> StaticFile | None:
     base = root.resolve()
     target = (base / relative).resolve()
     content_type = CONTENT_TYPES.get(target.suffix)
-    if content_type is None or not target.is_relative_to(base) or not target.is_file():
+    if content_type is None or not target.is_relative_to(base):
+        return None
+    try:
+        if not target.is_file():
+            return None
+        body = target.read_bytes()
+    except OSError:  # a name the file system cannot hold (over 255 bytes): no such file
         return None
     return StaticFile(
-        target.read_bytes(),
-        {"content-type": content_type, "cache-control": "no-cache", **SECURITY_HEADERS},
+        body, {"content-type": content_type, "cache-control": "no-cache", **SECURITY_HEADERS}
     )

@@ -252,6 +252,10 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
         return
     try:
         state.receive_data(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    except UnicodeDecodeError:
+        # wsproto reads the handshake's own headers as ASCII: a byte past it is no handshake.
+        _reject(handler, 400, BAD_REQUEST)
+        return
     except RemoteProtocolError as malformed:
         # Not a WebSocket handshake (RFC 6455 section 4.2.1): 400, or 426 naming the
         # version this server speaks when the client asked for another.

@@ -158,7 +158,7 @@ def test_a_declared_body_over_lambdas_limit_is_413_before_it_is_read(wire: Wire)
     assert answer.headers["connection"] == "close"
 
 
-def test_one_byte_over_the_limit_is_413_and_the_limit_itself_is_read(
+def test_one_byte_over_the_limit_is_413_and_a_body_under_it_is_read(
     wire: Wire, dev_server: DevServer
 ) -> None:
     # When
@@ -166,9 +166,45 @@ def test_one_byte_over_the_limit_is_413_and_the_limit_itself_is_read(
     over = wire.answer()
     # Then
     assert over.status == 413
-    at_limit = Caller(dev_server.url, "someone").post("/projects", raw=b" " * BODY_MAX_BYTES)
-    assert at_limit.status == 413  # the function's own limit, in its own error body
-    assert at_limit.body["error"]["code"] == "payload_too_large"
+    # A body of spaces leaves its event as large as itself, plus the event's own fields
+    under = Caller(dev_server.url, "someone").post("/projects", raw=b" " * (BODY_MAX_BYTES - 9_999))
+    assert under.status == 413  # the function's own limit, in its own error body
+    assert under.body["error"]["code"] == "payload_too_large"
+
+
+def quoted_import(messages: int) -> bytes:
+    """A threads document of ``messages`` messages of 16,000 quotes: each is two bytes in
+    the document (\\") and four in the event that carries it as a string."""
+    message = {"role": "user", "content": '"' * 16_000, "createdAt": "2025-03-01T09:00:00Z"}
+    thread = {"title": "Quoted", "messages": [message] * messages}
+    return json.dumps({"format": "threads", "threads": [thread]}).encode()
+
+
+def test_an_import_under_6_mb_whose_event_is_over_it_is_api_gateways_413(owner: Caller) -> None:
+    # Given: 5.3 MB of document, under IMPORT_MAX_BYTES, that is a 10.5 MB event
+    project = owner.post("/projects", {"name": "Corner Shop"}).body["id"]
+    document = quoted_import(165)
+    assert len(document) < 5_500_000 < BODY_MAX_BYTES < 2 * len(document)
+    # When
+    answer = owner.post(f"/projects/{project}/import", raw=document)
+    # Then: what Lambda's payload limit makes of it on AWS, before any function runs
+    assert (answer.status, answer.body) == (413, {"message": "Request Too Long"})
+
+
+def test_an_import_whose_event_fits_but_is_over_its_own_limit_is_the_functions_413(
+    owner: Caller,
+) -> None:
+    # Given: 2.9 MB of document that is a 5.8 MB event, over IMPORT_MAX_BYTES as the
+    # function counts it (as the event carries it), under Lambda's 6 MB
+    project = owner.post("/projects", {"name": "Corner Shop"}).body["id"]
+    document = quoted_import(90)
+    assert 5_500_000 < len(json.dumps(document.decode())) < BODY_MAX_BYTES - 10_000
+    # When
+    answer = owner.post(f"/projects/{project}/import", raw=document)
+    # Then
+    assert answer.status == 413, answer
+    assert answer.body["error"]["code"] == "payload_too_large"
+    assert "over 5500000 bytes" in answer.body["error"]["message"]
 
 
 def test_expect_100_continue_over_the_limit_gets_the_413_instead_of_the_go_ahead(
@@ -257,6 +293,7 @@ def test_a_body_framing_the_server_cannot_read_is_answered(
         ("Sec-WebSocket-Version: 13", f"Sec-WebSocket-Key: {KEY}", f"Sec-WebSocket-Key: {KEY}"),
         (f"Sec-WebSocket-Key: {KEY}",),
         ("Sec-WebSocket-Version: 13", f"Sec-WebSocket-Key: {KEY}", "Connection: close"),
+        ("Sec-WebSocket-Version: 13", f"Sec-WebSocket-Key: {KEY}", "Sec-WebSocket-Protocol: bé"),
     ],
     ids=[
         "no key",
@@ -265,6 +302,7 @@ def test_a_body_framing_the_server_cannot_read_is_answered(
         "two keys",
         "no version",
         "connection: close",
+        "protocol not ascii",
     ],
 )
 def test_a_malformed_websocket_handshake_is_400(wire: Wire, headers: tuple[str, ...]) -> None:

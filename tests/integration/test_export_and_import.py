@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+import json
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -411,6 +412,25 @@ def test_an_import_body_over_its_own_limit_is_a_413(
     reply = alice.post(f"/projects/{project}/import", document)
     # Then
     assert reply.status == 413, reply
+    assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
+
+
+def test_an_import_body_counts_its_quotes_as_the_event_carries_them(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given: a document under IMPORT_MAX_BYTES as a file, but not as API Gateway's event
+    # holds it, where each of its escaped quotes (\") is escaped again (\\\")
+    project = make_project(alice)
+    tight = get_settings().model_copy(update={"import_max_bytes": 1_000})
+    monkeypatch.setattr("recall.api.get_settings", lambda: tight)
+    document = {"format": "threads", "threads": [thread("Quoted", '"' * 300)]}
+    sent = json.dumps(document).encode()
+    assert len(sent) < 1_000 < len(json.dumps(sent.decode()))
+    # When
+    reply = alice.post(f"/projects/{project}/import", document)
+    # Then: the 413 naming the limit, as Lambda's payload limit would have it on AWS
+    assert reply.status == 413, reply
+    assert "over 1000 bytes" in reply.body["error"]["message"]
     assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
 
 

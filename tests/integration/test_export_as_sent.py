@@ -81,18 +81,23 @@ def test_an_export_one_byte_past_what_it_sends_is_a_link(
     assert all(len(sent(answer)) < 1_000 for answer in answers)
 
 
+@pytest.mark.parametrize("text", ["😀" * 4_000, '"\\' * 4_000], ids=["emoji", "quotes"])
 def test_a_downloaded_inline_export_imports_back_under_the_same_limit(
     alice: Api,
     make_project: MakeProject,
     export_settings: Settings,
     drain: Callable[[], None],
     monkeypatch: pytest.MonkeyPatch,
+    text: str,
 ) -> None:
-    # Given: an inline export just within EXPORT_MAX_BYTES, and IMPORT_MAX_BYTES the same
+    # Given: an inline export just within EXPORT_MAX_BYTES, and IMPORT_MAX_BYTES the same;
+    # both count a quote or backslash as the events carry it (the export's answer, the
+    # import's request)
     source = make_project(alice)
-    fill(alice, source, "😀" * 4_000, 6)
+    fill(alice, source, text, 6)
     export_settings(export_max_bytes=LIMIT)
     downloaded = sent(alice.get(f"/projects/{source}/export"))
+    assert json.loads(downloaded)["format"] == "recall.export"
     tight = get_settings().model_copy(update={"import_max_bytes": LIMIT})
     monkeypatch.setattr("recall.api.get_settings", lambda: tight)
     # When: the file is sent back as it was saved

@@ -1,6 +1,7 @@
 """Bodies no parser should ever see get a 400 with the API's error body, on every route
 that takes one: bytes that are not UTF-8 (API Gateway base64-encodes them) and JSON nested
-deeper than any request needs (a recursive parser would fail with a 500)."""
+deeper than any request needs (a recursive parser would fail with a 500); and bodies
+Python's parser reads differently from JSON (an integer it will not read, ``NaN``) too."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 import pytest
 
-from local import runtime, template
+from local import openapi, runtime, template
 from local.seed import seed_project
 
 USER = "hostile-body-user"
@@ -125,3 +126,40 @@ def test_a_surrogate_pair_escaped_in_json_is_text_and_is_kept() -> None:
     route = next(r for r in BODY_ROUTES if r.route_key == "POST /projects/{projectId}/chat")
     reply = _send(route, '{"message": "grin \\ud83d\\ude00 and an escaped \\\\ud800"}')
     assert reply["statusCode"] == 200, reply
+
+
+# Python reads no integer literal over 4,300 digits (nor does the Lambda runtime's Python):
+# its parser raises a plain ValueError there, not the JSONDecodeError Powertools answers.
+TOO_LONG_AN_INTEGER = "9" * 4_301
+# The routes that read their body (the others, such as clear-context, ignore any body).
+OPERATIONS = openapi.document()["paths"]
+READ_BODY = [
+    route for route in BODY_ROUTES if "requestBody" in OPERATIONS[route.path][route.method.lower()]
+]
+
+
+@pytest.mark.parametrize("route", READ_BODY, ids=lambda route: route.route_key)
+def test_an_integer_too_long_for_python_to_read_is_a_400(route: template.Route) -> None:
+    # Given a body of 4 KB, far under the size limit, holding a 4,301-digit integer
+    body = '{"name": "x", "message": "hi", "n": ' + TOO_LONG_AN_INTEGER + "}"
+
+    # When it is the body of any route that reads one
+    reply = _send(route, body)
+
+    # Then the answer is 400 with the API's error body, never a 500
+    assert reply["statusCode"] == 400, (route.route_key, reply)
+    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+
+
+@pytest.mark.parametrize("route", READ_BODY, ids=lambda route: route.route_key)
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_a_number_json_has_no_place_for_is_a_400(route: template.Route, literal: str) -> None:
+    # Given a body Python's parser reads but RFC 8259 does not: NaN or an infinity
+    body = '{"name": "x", "message": "hi", "turnsPerDay": ' + literal + "}"
+
+    # When it is the body of any route that reads one
+    reply = _send(route, body)
+
+    # Then it is refused as not JSON, not as a field that holds no valid number or string
+    assert reply["statusCode"] == 400, (route.route_key, reply)
+    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"

@@ -72,6 +72,17 @@ def test_no_path_reaches_outside_the_console_folder(console: DevServer) -> None:
         assert (status, body) == (404, b'{"message":"Not Found"}'), path
 
 
+def test_a_file_name_longer_than_the_file_system_takes_is_api_gateways_404(
+    console: DevServer,
+) -> None:
+    # Given: names over the 255 bytes a file name may have, no route takes them
+    for path in ("/" + "a" * 300 + ".js", "/js/" + "a" * 300 + ".json"):
+        # When
+        status, _, body = fetch(console, "GET", path)
+        # Then: the answer to any file that is not there, not a dropped connection
+        assert (status, body) == (404, b'{"message":"Not Found"}'), path
+
+
 def test_only_get_and_head_read_the_console(console: DevServer) -> None:
     # When
     status, _, _ = fetch(console, "POST", "/index.html", {"content-length": "0"})

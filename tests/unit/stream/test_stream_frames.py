@@ -88,6 +88,15 @@ def test_a_frame_escaping_a_lone_surrogate_is_a_400() -> None:
     )
 
 
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_a_frame_with_a_number_json_has_no_place_for_is_a_400(literal: str) -> None:
+    # Given a frame Python's parser reads but RFC 8259 does not: NaN or an infinity
+    text = '{"action": "chat", "projectId": "p1", "body": {"message": ' + literal + "}}"
+    # Then it is refused as not JSON, not as a message that is not a string
+    frame = refusal(text)
+    assert (frame["status"], frame["body"]["error"]["code"]) == (400, "malformed_json")
+
+
 def test_an_oversized_frame_is_a_413() -> None:
     frame = refusal(chat(body={"message": "x" * (LIMIT + 1)}))
     assert (frame["status"], frame["body"]["error"]["code"]) == (413, "payload_too_large")

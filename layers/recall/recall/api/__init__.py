@@ -54,7 +54,8 @@ STATUS: dict[type[DomainError], int] = {
     Unavailable: 503,
 }
 
-# Routes that take a larger body than REQUEST_BODY_MAX_BYTES, and the setting that bounds it.
+# Routes that take a larger body than REQUEST_BODY_MAX_BYTES, and the setting that bounds it:
+# the body as the event carries it (`size_in_event`), which Lambda's 6 MB payload limits.
 BODY_LIMITS = {"POST /projects/{projectId}/import": "import_max_bytes"}
 
 # Statuses that say "the same request may succeed later", so they carry Retry-After.
@@ -145,6 +146,13 @@ def caller_id(app: APIGatewayHttpResolver) -> str:
     return subject
 
 
+def size_in_event(body: str) -> int:
+    """The bytes ``body`` takes in the API Gateway event, where it is a JSON string: each
+    quote and backslash is escaped (two bytes), each control character too (up to six).
+    Lambda counts the event against its 6 MB, so a body of 5.3 MB of quotes is 10.5 MB."""
+    return len(json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2
+
+
 def _raw_error(status: int, code: str, message: str) -> dict[str, Any]:
     return {
         "statusCode": status,
@@ -171,6 +179,23 @@ def json_depth(text: str) -> int:
     return max(accumulate(steps, initial=0))
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON.")
+
+
+def read_json(text: str | bytes) -> Any:
+    """A client's JSON, or `json.JSONDecodeError` for anything that is not JSON, the one
+    error Powertools turns into a 400: Python's own parser raises a plain `ValueError` for
+    an integer over 4,300 digits (a 500 once it reached the resolver's last resort), and
+    reads ``NaN``, ``Infinity`` and ``-Infinity``, which RFC 8259 has no place for."""
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        raise json.JSONDecodeError(str(exc), str(text), 0) from exc
+
+
 def _escapes_text(text: str) -> bool:
     """Whether every string the JSON escapes is text: ``"\\ud800"`` is valid JSON but a
     lone surrogate, which no UTF-8 can hold and DynamoDB refuses (a 500 once stored).
@@ -178,7 +203,7 @@ def _escapes_text(text: str) -> bool:
     if "\\u" not in text:
         return True
     try:
-        json.dumps(json.loads(text), ensure_ascii=False).encode("utf-8")
+        json.dumps(read_json(text), ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return False
     except ValueError:
@@ -200,11 +225,11 @@ def _body_text(body: str, encoded: bool) -> str | None:
 
 def _is_json_array(text: str) -> bool:
     """Whether ``text`` is a well-formed JSON array (malformed JSON is left to the 400);
-    called only once the depth check has bounded what ``json.loads`` may meet."""
+    called only once the depth check has bounded what ``read_json`` may meet."""
     if not text.lstrip().startswith("["):
         return False
     try:
-        json.loads(text)
+        read_json(text)
     except ValueError:
         return False
     return True
@@ -227,10 +252,17 @@ class JsonResolver(APIGatewayHttpResolver):
         body = event.get("body") or ""
         settings = get_settings()
         larger = BODY_LIMITS.get(str(event.get("routeKey", "")))
-        limit = getattr(settings, larger) if larger else settings.request_body_max_bytes
-        size = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(body.encode())
+        counted = ""
+        if larger:
+            limit, size = getattr(settings, larger), size_in_event(body)
+            counted = " as the API carries it (a quote or backslash counts two)"
+        else:
+            limit = settings.request_body_max_bytes
+            size = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(body.encode())
         if size > limit:
-            return _raw_error(413, TooLarge.code, f"The request body is over {limit} bytes.")
+            return _raw_error(
+                413, TooLarge.code, f"The request body is over {limit} bytes{counted}."
+            )
         headers = {str(key).lower(): value for key, value in (event.get("headers") or {}).items()}
         media_type = str(headers.get("content-type") or JSON).split(";", 1)[0].strip().lower()
         method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
@@ -321,7 +353,9 @@ class JsonResolver(APIGatewayHttpResolver):
 def new_resolver(serializer: Callable[[Any], str] | None = None) -> APIGatewayHttpResolver:
     """The resolver every function routes with; ``serializer`` writes its JSON bodies
     (Powertools' own, ASCII with ``\\u`` escapes, when not given)."""
-    app = JsonResolver(enable_validation=True, serializer=serializer)
+    app = JsonResolver(
+        enable_validation=True, serializer=serializer, json_body_deserializer=read_json
+    )
 
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
         errors = list(error.errors())

@@ -21,6 +21,7 @@ from recall.api import (
     error_response,
     field_details,
     json_depth,
+    read_json,
     unexpected_error_response,
 )
 from recall.api.chat import ChatReply, ChatRequest, answer_once, recorded, replayed
@@ -88,7 +89,7 @@ def read_frame(text: str | None, max_bytes: int) -> ChatFrame:
             )
         )
     try:
-        document = json.loads(text)
+        document = read_json(text)
         json.dumps(document, ensure_ascii=False).encode("utf-8")
     except (ValueError, UnicodeEncodeError):
         raise FrameRefused(
