@@ -1,4 +1,4 @@
-"""Project context numbers DynamoDB cannot store (not finite, over 38 significant digits,
+"""Project context numbers DynamoDB cannot store (infinite, over 38 significant digits,
 magnitude outside 1e-130 to under 1e126) are a 422 naming the attribute, on create and on
 update, never a 500 from the store or a 409 read from a cancelled transaction."""
 
@@ -18,7 +18,8 @@ FAST = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 DIGIT = st.sampled_from("123456789")
-NOT_FINITE = st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+# Numbers JSON reads as infinite (NaN and Infinity themselves are no JSON: a 400).
+NOT_FINITE = st.sampled_from(["1e400", "-1e400"])
 TOO_MANY_DIGITS = st.tuples(DIGIT, st.text("0123456789", min_size=37, max_size=400), DIGIT).map(
     "".join
 )
@@ -45,7 +46,7 @@ def _create(api: Api, number: str) -> Any:
 @FAST
 @given(number=UNSTORABLE)
 @example(number="1e300")
-@example(number="-Infinity")
+@example(number="-1e400")
 @example(number="1e-200")
 @example(number="1" * 400)
 def test_a_number_dynamodb_cannot_store_is_a_422_naming_it(
