@@ -537,3 +537,82 @@ def test_another_project_opened_with_the_project_panel_open_shows_its_own_member
     # When the second opens, then its members show without leaving the panel
     page.locator("#project-select").select_option(label="Second shop (owner)")
     expect(page.locator('#member-list li[data-user="bob"]')).to_be_visible()
+
+
+def refuse_the_first_save(page: Page) -> list[dict[str, object]]:
+    """Proxies the page's WebSocket and answers the first turn's end as a save the API
+    refused (503, naming no thread); returns the chat frames the page sent."""
+    sent: list[dict[str, object]] = []
+
+    def proxy(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+        refused: list[bool] = []
+
+        def to_page(message: str | bytes) -> None:
+            frame = json.loads(message)
+            if frame.get("type") == "done" and not refused:
+                refused.append(True)
+                unavailable = {"code": "unavailable", "message": "The store is unavailable."}
+                frame = {
+                    "type": "error",
+                    "requestId": frame["requestId"],
+                    "status": 503,
+                    "retryAfter": 2,
+                    "body": {"error": unavailable},
+                }
+            socket.send(json.dumps(frame))
+
+        def to_server(message: str | bytes) -> None:
+            sent.append(json.loads(message))
+            server.send(message)
+
+        server.on_message(to_page)
+        socket.on_message(to_server)
+
+    page.route_web_socket(re.compile(r".*/ws.*"), proxy)
+    return sent
+
+
+def test_after_a_new_chats_save_is_refused_the_next_message_starts_a_thread(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a new chat whose first turn's save the API refuses
+    seed_project(api(user))
+    sent = refuse_the_first_save(page)
+    sign_in(page, console, user)
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    expect(page.locator(".message.assistant.failed")).to_be_visible()
+    # Then the chat is new again: the thread the turn made was taken back with its refusal
+    expect(page.locator("#chat-title")).to_have_text("New chat")
+    expect(page.locator("#thread-actions")).to_be_hidden()
+    # When another message is sent
+    composer(page).fill("Plan the summer sale")
+    composer(page).press("Enter")
+    expect(page.locator('.message.assistant[data-status="complete"]')).to_have_count(1)
+    # Then it named no thread, and started one
+    bodies = [frame["body"] for frame in sent]
+    assert [body.get("conversationId") for body in bodies] == [None, None]  # type: ignore[attr-defined]
+    expect(page.locator("#chat-title")).to_have_text("Plan the summer sale")
+
+
+def test_after_a_new_chats_stream_drops_the_next_message_goes_on_in_its_thread(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a new chat whose socket closes mid-reply: the turn is still saved
+    owner = api(user)
+    project = seed_project(owner)
+    sent = drop_the_socket_after_the_first_delta(page)
+    sign_in(page, console, user)
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    expect(page.locator(".message.assistant.failed")).to_be_visible()
+    # When another message is sent, not a retry
+    composer(page).fill("And the summer one")
+    composer(page).press("Enter")
+    expect(page.locator('.message.assistant[data-status="complete"]')).to_have_count(1)
+    # Then it went on in the thread the first one made
+    [thread] = owner.get(f"/projects/{project}/conversations").body["conversations"]
+    second = json.loads(sent[-1])["body"]
+    assert second.get("conversationId") == thread["id"]
+    expect(page.locator("#chat-title")).to_have_text("Plan the spring sale")

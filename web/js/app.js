@@ -329,12 +329,7 @@ function renderThreads() {
 }
 
 function newChat(prefill = "") {
-  state.conversation = null;
-  state.olderCursor = null;
-  $("chat-title").textContent = "New chat";
-  $("thread-actions").hidden = true;
-  $("older").hidden = true;
-  $("nudge").hidden = true;
+  renderNewChatHead();
   $("message-list").replaceChildren();
   $("composer-input").value = prefill;
   renderPresetPicker();
@@ -361,6 +356,16 @@ async function openThread(id) {
   scrollToEnd();
   loadMemory();
   if (document.body.dataset.view === "context" || !$("context-panel").hidden) loadContext();
+}
+
+/** The head of a chat with no thread yet; what the page shows stays. */
+function renderNewChatHead() {
+  state.conversation = null;
+  state.olderCursor = null;
+  $("chat-title").textContent = "New chat";
+  $("thread-actions").hidden = true;
+  $("older").hidden = true;
+  $("nudge").hidden = true;
 }
 
 function renderThreadHead() {
@@ -474,8 +479,10 @@ async function sendTurn(text, retry) {
     reply.removeAttribute("aria-busy");
     delete reply.dataset.streaming;
   };
+  let made = null; // the thread this turn made, when it made one
   await turns.send(projectId, body, key, {
     start(conversation) {
+      if (conversation.created) made = conversation.id;
       // The person may have opened another thread or project meanwhile: theirs stays open.
       if (!reply.isConnected) return;
       if (!state.conversation || state.conversation.id !== conversation.id) {
@@ -526,6 +533,14 @@ async function sendTurn(text, retry) {
     error(error) {
       finished();
       if (error.status === 403) refused();
+      // A save the API refused takes back the thread the turn made (the refusal names no
+      // thread), so the next message starts one; a model failure was saved, and names it.
+      const saved = error.code === "connection_lost" || error.details.some((detail) => detail.conversationId);
+      if (made && !saved && state.conversation && state.conversation.id === made) {
+        renderNewChatHead();
+        renderPresetPicker();
+        renderThreads();
+      }
       reply.classList.add("failed");
       reply.dataset.status = "failed";
       reply.dataset.code = error.code || "error";
