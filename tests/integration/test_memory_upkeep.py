@@ -4,8 +4,10 @@ wins, with the numbers from the settings, and a session that schedules consolida
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 import uuid
 
+from botocore.exceptions import ClientError
 import pytest
 
 from recall.domain import clock
@@ -253,3 +255,32 @@ def test_a_consolidation_slot_is_never_given_back_over_a_later_claim(
     meta = store.meta(me.user, me.project)
     assert meta.last_consolidation_at == clock.stamp(NOW + day)
     assert (meta.sessions_since_consolidation, meta.consolidation_due_at) == (0, None)
+
+
+def test_a_give_back_that_met_another_transaction_is_sent_again(
+    store: MemoryStore, upkeep: MemoryUpkeep, me: Caller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a run that took the slot and failed, and its give-back meeting a turn's
+    # transaction on META once
+    slot = upkeep.claim_extraction(me.user, me.project, NOW)
+    assert slot is not None
+    client = upkeep.client
+    update = client.update_item
+    met: list[bool] = []
+
+    def meets_a_transaction_once(**request: Any) -> Any:
+        if not met:
+            met.append(True)
+            raise ClientError(
+                {"Error": {"Code": "TransactionConflictException", "Message": "ongoing"}},
+                "UpdateItem",
+            )
+        return update(**request)
+
+    monkeypatch.setattr(client, "update_item", meets_a_transaction_once)
+    monkeypatch.setattr(type(upkeep), "client", property(lambda _: client))
+    # When it gives the slot back
+    given = upkeep.give_back_extraction(me.user, me.project, slot)
+    # Then it was sent again and landed: the redelivery finds the slot free
+    assert (met, given) == ([True], True)
+    assert upkeep.claim_extraction(me.user, me.project, NOW + timedelta(minutes=1)) is not None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from botocore.exceptions import ClientError
@@ -25,7 +26,14 @@ from recall.domain import clock
 from recall.errors import Conflict
 from recall.settings import Settings
 from recall.store.due import due_items
-from recall.store.dynamodb import dynamodb_client, from_item, to_value, translate
+from recall.store.dynamodb import (
+    backoff_seconds,
+    collided,
+    dynamodb_client,
+    from_item,
+    to_value,
+    translate,
+)
 from recall.store.keys import (
     CONSOLIDATION_BUCKET_PREFIX,
     consolidation_bucket,
@@ -87,6 +95,8 @@ class MemoryUpkeep:
         self._consolidate_gap = timedelta(seconds=settings.consolidate_min_seconds)
         self._consolidate_sessions = settings.consolidate_min_sessions
         self._consolidate_memories = settings.consolidate_min_memories
+        self._attempts = settings.memory_write_attempts
+        self._backoff_seconds = settings.batch_retry_base_seconds
 
     @property
     def client(self) -> DynamoDBClient:
@@ -339,7 +349,10 @@ class MemoryUpkeep:
     ) -> dict[str, Any] | None:
         """A conditional update of ``META``: ``None`` when the condition (or ``guard``, a
         ``ConditionCheck`` sent with it) did not hold, else the item's attributes as they
-        were (empty with ``guard``: a transaction returns none)."""
+        were (empty with ``guard``: a transaction returns none). An update that only met
+        another transaction on ``META`` (a turn's, which writes it often) is sent again,
+        and one that keeps meeting them is raised: read as a failed condition, it would
+        spend or keep a slot the gates never refused."""
         request: Any = {
             "TableName": self._table,
             "Key": meta_key(owner),
@@ -348,15 +361,22 @@ class MemoryUpkeep:
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        try:
-            if guard is None:
-                reply = self.client.update_item(**request, ReturnValues="ALL_OLD")
-                return from_item(reply.get("Attributes", {}))
-            items: Any = [{"Update": request}, {"ConditionCheck": guard}]
-            self.client.transact_write_items(TransactItems=items)
-        except ClientError as exc:
-            error = translate(exc)
-            if isinstance(error, Conflict):
-                return None
-            raise error from exc
-        return {}
+        for attempt in range(1, self._attempts + 1):
+            try:
+                if guard is None:
+                    reply = self.client.update_item(**request, ReturnValues="ALL_OLD")
+                    return from_item(reply.get("Attributes", {}))
+                items: Any = [{"Update": request}, {"ConditionCheck": guard}]
+                self.client.transact_write_items(TransactItems=items)
+                return {}
+            except ClientError as exc:
+                if collided(exc):
+                    if attempt < self._attempts:
+                        time.sleep(backoff_seconds(attempt - 1, self._backoff_seconds))
+                        continue
+                    raise translate(exc) from exc
+                error = translate(exc)
+                if isinstance(error, Conflict):
+                    return None
+                raise error from exc
+        raise AssertionError("unreachable: the last attempt returns or raises")
