@@ -785,7 +785,7 @@ def test_an_entry_that_cannot_be_expired_holds_up_none_after_it(
 
     def failing_for_a(self: MemoryStore, user: str, project: str, key: str, *rest: Any) -> bool:
         if key == "a_sale":
-            raise Unavailable("The store is unavailable.")
+            raise ValueError("an item the table refuses")
         return expire(self, user, project, key, *rest)
 
     monkeypatch.setattr(MemoryStore, "expire", failing_for_a)
@@ -797,3 +797,24 @@ def test_an_entry_that_cannot_be_expired_holds_up_none_after_it(
     monkeypatch.setattr(MemoryStore, "expire", expire)
     assert recall.maintenance.run(ScheduledJob.EXPIRE_MEMORIES, expires).changed == 1
     assert recall.entries(expires - SECOND) == {}
+
+
+def test_a_busy_table_ends_the_expiry_run_at_its_first_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given two entries due, and a table that throttles every write
+    recall = Recall()
+    expires = NOW + timedelta(hours=2)
+    for key in ("a_sale", "b_sale"):
+        recall.write(entry(key, "summer sale banner", expires_at=clock.stamp(expires)))
+    asked: list[str] = []
+
+    def throttled(self: MemoryStore, user: str, project: str, key: str, *rest: Any) -> bool:
+        asked.append(key)
+        raise Throttled("The store is busy; try again shortly.")
+
+    monkeypatch.setattr(MemoryStore, "expire", throttled)
+    # When the job runs, then it stops at the first: asking on would only add to the load
+    with pytest.raises(Throttled):
+        recall.maintenance.run(ScheduledJob.EXPIRE_MEMORIES, expires)
+    assert len(asked) == 1

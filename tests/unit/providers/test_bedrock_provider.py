@@ -665,9 +665,10 @@ def test_a_call_within_a_turns_time_tries_once_with_a_read_timeout_inside_it() -
         for left in (7.6, 7.2, 40.0):
             with pytest.raises(ModelTimeout):
                 provider.converse(request.model_copy(update={"timeout_seconds": left}))
-    # Then the first two share one client that waits 7 s and tries once each
+    # Then the first two share one client whose connect and read wait 7 s in all, once each
     (seven, seven_sends), (capped, capped_sends) = made
-    assert (seven.read_timeout, seven.retries) == (7, {"mode": "standard", "total_max_attempts": 1})
+    assert seven.connect_timeout + seven.read_timeout == 7
+    assert seven.retries == {"mode": "standard", "total_max_attempts": 1}
     assert seven_sends == [1, 1]
-    # And a call with time to spare still waits no longer than the read timeout, once
-    assert (capped.read_timeout, capped_sends) == (25, [1])
+    # And a call with time to spare still waits no longer than the timeouts, once
+    assert (capped.connect_timeout, capped.read_timeout, capped_sends) == (3, 25, [1])

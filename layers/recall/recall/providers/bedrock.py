@@ -119,7 +119,7 @@ class BedrockProvider:
             read_timeout=read_timeout,
             connect_timeout=connect_timeout,
         )
-        self._timed: dict[int, BedrockRuntimeClient] = {}
+        self._timed: dict[tuple[int, int], BedrockRuntimeClient] = {}
 
     @property
     def client(self) -> BedrockRuntimeClient:
@@ -129,21 +129,24 @@ class BedrockProvider:
         return self._client
 
     def _client_within(self, timeout: float | None) -> BedrockRuntimeClient:
-        """The client for a call that must end within ``timeout`` seconds: botocore's read
-        timeout is the client's, and its retries would wait it out again on every
-        attempt, so such a call gets a client of that many whole seconds (a few, made
-        once each) that tries once; the turn retries within its own time."""
+        """The client for a call that must end within ``timeout`` seconds: botocore's
+        timeouts are the client's, and its retries would wait them out again on every
+        attempt, so such a call gets a client whose connect and read timeouts add up to
+        at most that many whole seconds (a few, made once each) and that tries once; the
+        turn retries within its own time."""
         if timeout is None or self._injected:
             return self.client
-        seconds = max(1, min(int(timeout), int(self._read_timeout)))
-        if seconds not in self._timed:
+        seconds = int(timeout)
+        connect = max(1, min(int(self._connect_timeout), seconds // 4))
+        read = max(1, min(seconds - connect, int(self._read_timeout)))
+        if (connect, read) not in self._timed:
             config = Config(
                 retries={"mode": "standard", "total_max_attempts": 1},
-                read_timeout=seconds,
-                connect_timeout=min(self._connect_timeout, seconds),
+                read_timeout=read,
+                connect_timeout=connect,
             )
-            self._timed[seconds] = boto3.client("bedrock-runtime", config=config)
-        return self._timed[seconds]
+            self._timed[(connect, read)] = boto3.client("bedrock-runtime", config=config)
+        return self._timed[(connect, read)]
 
     def converse(self, request: ModelRequest) -> ModelReply:
         """Send one Converse request and map the reply, or raise a `ModelError`."""

@@ -8,7 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel
 
 from recall.domain.jobs import ScheduledJob
-from recall.errors import Unavailable
+from recall.errors import Throttled, Unavailable
 from recall.observability import logger
 from recall.services.consolidation import ConsolidationService
 from recall.store.memories import MemoryStore
@@ -47,8 +47,9 @@ class Maintenance:
 
     def _expire(self, now: datetime) -> tuple[int, int]:
         """Each due entry on its own: one that cannot be expired (its writes keep failing)
-        holds up none after it. The run still fails once all were tried, so the schedule's
-        retry and the error alarm see it; the next run reads the same buckets again."""
+        holds up none after it, though a busy or failing table ends the run at once. The
+        run still fails once all were tried, so the schedule's retry and the error alarm
+        see it; the next run reads the same buckets again."""
         due = list(self._upkeep.due_expiries(now))
         changed = failed = 0
         for entry in due:
@@ -56,6 +57,8 @@ class Maintenance:
                 changed += self._memories.expire(
                     entry.user_id, entry.project_id, entry.key, entry.conversation_id, now
                 )
+            except (Throttled, Unavailable):
+                raise  # the table is busy or down for all of them: asking on only adds load
             except Exception:
                 failed += 1
                 logger.exception(
