@@ -6,11 +6,13 @@ JSON protocol, which never lets its raw JSON reach the stream."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+import time
 from typing import Any
 
 from botocore.exceptions import EventStreamError, ReadTimeoutError
 from botocore.stub import Stubber
 import pytest
+from urllib3.exceptions import ReadTimeoutError as StreamReadTimeout
 
 from recall.domain.prompt import (
     ModelError,
@@ -22,7 +24,7 @@ from recall.domain.prompt import (
     ToolCall,
 )
 from recall.domain.tools import MEMORY_TOOLS
-from recall.providers.bedrock import BedrockProvider
+from recall.providers.bedrock import BedrockProvider, streamed_reply
 from recall.providers.json_protocol import JsonProtocolProvider
 from recall.providers.offline import OfflineProvider, stream_chunks
 
@@ -199,3 +201,60 @@ def test_json_protocol_without_memory_tools_streams_the_inner_text_as_written() 
     # Then
     assert len(chunks) > 1
     assert "".join(chunks) == reply.text == inner.text
+
+
+class ClosableEvents:
+    """A stream of events that knows whether it was closed."""
+
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        self.events = events
+        self.closed = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.events)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_stream_still_writing_when_the_turns_time_ends_is_closed_as_a_timeout() -> None:
+    # Given a stream of five deltas, each a second apart, and a turn with 2.5 s left
+    events = ClosableEvents([text_delta(0, f"w{n} ") for n in range(5)])
+    ticks = iter(float(n) for n in range(10))
+    heard: list[str] = []
+    # When / Then
+    with pytest.raises(ModelTimeout):
+        streamed_reply(events, heard.append, ends=2.5, monotonic=lambda: next(ticks))
+    assert heard == ["w0 ", "w1 ", "w2 "]
+    assert events.closed
+
+
+def test_a_stream_whose_next_event_never_comes_is_a_timeout(client: Any, stubber: Stubber) -> None:
+    # Given a stream that stops sending, read by urllib3 past the read timeout
+    def stalled() -> Iterator[dict[str, Any]]:
+        yield text_delta(0, "Here")
+        raise StreamReadTimeout(None, "", "Read timed out.")  # type: ignore[arg-type]
+
+    streaming(client, stubber, stalled())
+    # When / Then
+    with pytest.raises(ModelTimeout):
+        BedrockProvider(client).converse_stream(request(), lambda _: None)
+
+
+def test_bedrock_stops_reading_a_stream_at_the_time_the_call_was_given(
+    client: Any, stubber: Stubber
+) -> None:
+    # Given a stream that keeps writing, a delta every 0.1 s, and a call given 0.25 s
+    def slow() -> Iterator[dict[str, Any]]:
+        for n in range(20):
+            time.sleep(0.1)
+            yield text_delta(0, f"w{n} ")
+
+    streaming(client, stubber, slow())
+    heard: list[str] = []
+    # When / Then
+    with pytest.raises(ModelTimeout):
+        BedrockProvider(client).converse_stream(
+            request().model_copy(update={"timeout_seconds": 0.25}), heard.append
+        )
+    assert len(heard) < 20

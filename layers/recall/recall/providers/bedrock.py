@@ -14,8 +14,9 @@ them, and Nova refuses a cache point there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 import json
+import time
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import boto3
@@ -27,6 +28,7 @@ from botocore.exceptions import (
     ConnectTimeoutError,
     ReadTimeoutError,
 )
+from urllib3.exceptions import ReadTimeoutError as StreamReadTimeout
 
 from recall.domain.prompt import (
     ModelError,
@@ -168,11 +170,17 @@ class BedrockProvider:
         )
         try:
             # The same request: it differs from Converse's only in a guardrail we never set.
-            client = self._client_within(request.timeout_seconds)
+            timeout = request.timeout_seconds
+            ends = None if timeout is None else time.monotonic() + timeout
+            client = self._client_within(timeout)
             response = client.converse_stream(**cast("ConverseStreamRequestTypeDef", params))
-            return streamed_reply(response["stream"], on_text)
+            return streamed_reply(response["stream"], on_text, ends)
         except (ClientError, BotoCoreError) as exc:
             raise model_error(exc, request.model_id) from exc
+        except StreamReadTimeout as exc:
+            # A wait for the next event past the read timeout, raised by urllib3 as the
+            # stream is read, not by botocore.
+            raise ModelTimeout(f"Bedrock stopped streaming for model {request.model_id}") from exc
 
 
 def model_error(exc: ClientError | BotoCoreError, model_id: str) -> ModelError:
@@ -190,15 +198,27 @@ def model_error(exc: ClientError | BotoCoreError, model_id: str) -> ModelError:
     return ModelError(f"Bedrock {type(exc).__name__} for model {model_id}: {exc}")
 
 
-def streamed_reply(events: Iterable[Mapping[str, Any]], on_text: TextSink) -> ModelReply:
+def streamed_reply(
+    events: Iterable[Mapping[str, Any]],
+    on_text: TextSink,
+    ends: float | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> ModelReply:
     """The domain reply for ConverseStream's events, text handed to ``on_text`` as it comes.
     Text blocks are joined with a newline, as ``model_reply`` joins them; a tool use's input
-    arrives as JSON text in pieces and is parsed once its block stops."""
+    arrives as JSON text in pieces and is parsed once its block stops. A stream still
+    running at ``ends`` (``monotonic`` seconds) is closed and is a ModelTimeout: a read
+    timeout bounds each wait for the next event, never the whole stream."""
     texts: dict[int, str] = {}
     tools: dict[int, dict[str, str]] = {}
     usage: Mapping[str, Any] = {}
     reason: Any = None
     for event in events:
+        if ends is not None and monotonic() > ends:
+            close = getattr(events, "close", None)
+            if callable(close):
+                close()
+            raise ModelTimeout("The model was still writing when this turn's time ran out.")
         if "contentBlockStart" in event:
             start = event["contentBlockStart"]
             tool_use = start.get("start", {}).get("toolUse")
