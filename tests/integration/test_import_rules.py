@@ -621,3 +621,30 @@ def test_the_same_document_again_finishes_an_import_counted_whole_but_not_done(
     # Then it answers the import done, rather than queueing a chunk past its last
     assert (again.status, again.body["status"], again.body["id"]) == (202, "done", stopped["id"])
     assert alice.get(started.headers["Location"]).body["status"] == "done"
+
+
+def test_a_twin_delivery_of_the_last_chunk_leaves_the_import_done(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the last chunk delivered twice: one run reads the progress, then the other runs
+    # to the end (counting it, saying done, dropping every chunk) before it reads its chunk
+    project = make_project(alice)
+    started = alice.post(f"/projects/{project}/import", exported([memory()]))
+    job = ImportJob(
+        user_id=alice.sub or "", project_id=project, import_id=started.body["id"], chunk=0
+    )
+    chunk = ImportStore.chunk
+    twins: list[bool] = []
+
+    def after_the_twin(self: ImportStore, *args: Any) -> Any:
+        if not twins:
+            twins.append(True)
+            data_service().run_chunk(job, clock.now())
+        return chunk(self, *args)
+
+    monkeypatch.setattr(ImportStore, "chunk", after_the_twin)
+    # When the first run goes on and finds its chunk gone
+    data_service().run_chunk(job, clock.now())
+    # Then the import stays done, with nothing said against it
+    done = alice.get(started.headers["Location"]).body
+    assert (done["status"], done["memoriesDone"], done["errors"]) == ("done", 1, [])

@@ -438,8 +438,8 @@ class DataService:
         again writes every chunk anew before it starts over, and the threads of a counted
         chunk were created or continue in a chunk not counted. Those not counted stay
         until their TTL: an erasure finds in them the threads a chunk never created."""
-        self._imports.fail(progress, why, now)
-        self._drop_chunks(progress, progress.counted)
+        if self._imports.fail(progress, why, now):
+            self._drop_chunks(progress, progress.counted)
 
     def _import_preset(self, preset: Preset, importer_id: str, taken: set[str]) -> str | None:
         """Create an imported preset unless the project had one of its name before this

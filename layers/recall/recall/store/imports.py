@@ -259,9 +259,10 @@ class ImportStore:
             raise translate(exc) from exc
         return True
 
-    def fail(self, progress: ImportProgress, error: str, now: datetime) -> None:
-        """Stop an import that cannot go on, saying why; one erased meanwhile stays gone
-        (an update would otherwise write its progress item again)."""
+    def fail(self, progress: ImportProgress, error: str, now: datetime) -> bool:
+        """Stop an import that cannot go on, saying why; ``False`` when it is not running
+        any more. One erased meanwhile stays gone (an update would otherwise write its
+        progress item again), and one a twin run of its last chunk finished stays done."""
         try:
             self.client.update_item(
                 TableName=self._table,
@@ -272,7 +273,7 @@ class ImportStore:
                     "SET #status = :failed, #updatedAt = :now,"
                     " #errors = list_append(if_not_exists(#errors, :none), :error)"
                 ),
-                ConditionExpression="attribute_exists(#status)",
+                ConditionExpression="#status IN (:queued, :running)",
                 ExpressionAttributeNames={
                     "#status": "status",
                     "#updatedAt": "updatedAt",
@@ -280,6 +281,8 @@ class ImportStore:
                 },
                 ExpressionAttributeValues={
                     ":failed": to_value(ImportStatus.FAILED.value),
+                    ":queued": to_value(ImportStatus.QUEUED.value),
+                    ":running": to_value(ImportStatus.RUNNING.value),
                     ":now": to_value(clock.stamp(now)),
                     ":error": to_value([error]),
                     ":none": to_value([]),
@@ -288,6 +291,8 @@ class ImportStore:
         except ClientError as exc:
             if not isinstance(translate(exc), Conflict):
                 raise translate(exc) from exc
+            return False
+        return True
 
     def finish(self, progress: ImportProgress, now: datetime) -> ImportProgress:
         """Say ``done`` of an import whose every chunk is counted."""
