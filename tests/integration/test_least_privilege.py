@@ -32,9 +32,11 @@ from recall.api.stream import Connection
 from recall.domain import clock
 from recall.domain.prompt import ModelProvider, ModelReply, ModelRequest
 from recall.providers.bedrock import BedrockProvider
+from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
 from recall.store.exports import s3_client
 from recall.store.idempotency import persistence_layer
+from recall.store.imports import import_key, progress_sk
 from recall.store.jobs import sqs_client
 from recall.wiring import (
     conversation_store,
@@ -568,6 +570,25 @@ def turns(recorder: Recorder, bedrock: BedrockProvider, say: Callable[..., Any])
     return project, thread
 
 
+def stall(project: str, import_id: str) -> None:
+    """The import's progress as a dead-lettered second chunk leaves it, a day ago."""
+    dynamodb_client().update_item(
+        TableName=get_settings().imports_table,
+        Key=import_key(DEMO_USER, project, progress_sk(import_id)),
+        UpdateExpression="SET #status = :running, #updatedAt = :then, #done = :first",
+        ExpressionAttributeNames={
+            "#status": "status",
+            "#updatedAt": "updatedAt",
+            "#done": "doneChunks",
+        },
+        ExpressionAttributeValues={
+            ":running": {"S": "running"},
+            ":then": {"S": clock.stamp(clock.now() - timedelta(days=1))},
+            ":first": {"NS": ["0"]},
+        },
+    )
+
+
 def run_everything(
     store: embedded.EmbeddedStore, recorder: Recorder, bedrock: BedrockProvider
 ) -> None:
@@ -611,12 +632,18 @@ def run_everything(
             ],
         }
     )
-    call("POST", f"/projects/{project}/import", document)
+    imported = call("POST", f"/projects/{project}/import", document)
     large_exports(project)
     time.sleep(1.5)
     for event_file in EVENT_FILES:
         if event_file.name.startswith("maintenance-"):
             runtime.invoke(function_of(event_file), load(event_file))
+    for poller in background.pollers(store):
+        poller.drain(deadline_seconds=30)
+    # The same import as if its second chunk's job had been dead-lettered a day ago: the
+    # document sent again takes it up, and the worker finishes it.
+    stall(project, imported["id"])
+    call("POST", f"/projects/{project}/import", document)
     for poller in background.pollers(store):
         poller.drain(deadline_seconds=30)
     call("DELETE", f"/projects/{project}/conversations/{thread}")
