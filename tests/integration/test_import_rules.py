@@ -171,10 +171,10 @@ def test_imported_memory_keeps_when_it_was_said_not_when_it_was_imported(
             ]
         ),
     )
-    before = clock.stamp(clock.now())
-    import_done(alice, project, exported([memory(**said), memory(key="palette")]), drain)
+    document = exported([memory(**said), memory(key="palette")])
+    import_done(alice, project, document, drain)
     held = {m["key"]: m for m in alice.get(f"/projects/{project}/memories").body["memories"]}
-    # Then the entry keeps its own times, as stamps; one without takes the import's
+    # Then the entry keeps its own times, as stamps; one without takes the document's
     assert fields(refused) == [
         "memories.0.createdAt",
         "memories.1.updatedAt",
@@ -184,7 +184,7 @@ def test_imported_memory_keeps_when_it_was_said_not_when_it_was_imported(
         "2025-01-01T08:00:00.000Z",
         "2025-02-01T00:00:00.000Z",
     )
-    assert held["palette"]["createdAt"] == held["palette"]["updatedAt"] >= before
+    assert held["palette"]["createdAt"] == held["palette"]["updatedAt"] == document["exportedAt"]
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\u200b\n"])
@@ -648,3 +648,35 @@ def test_a_twin_delivery_of_the_last_chunk_leaves_the_import_done(
     # Then the import stays done, with nothing said against it
     done = alice.get(started.headers["Location"]).body
     assert (done["status"], done["memoriesDone"], done["errors"]) == ("done", 1, [])
+
+
+def test_an_entry_without_times_is_written_once_by_a_chunk_run_again_after_a_resend(
+    alice: Api, make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an entry with no times of its own, written by a chunk whose worker then stopped
+    # before counting it
+    project = make_project(alice)
+    document = exported([memory()])
+    started = alice.post(f"/projects/{project}/import", document)
+    job = ImportJob(
+        user_id=alice.sub or "", project_id=project, import_id=started.body["id"], chunk=0
+    )
+    with monkeypatch.context() as patched:
+
+        def crash(*args: Any, **kwargs: Any) -> None:
+            raise CrashAfterCounting
+
+        patched.setattr(ImportStore, "chunk_done", crash)
+        with pytest.raises(CrashAfterCounting):
+            data_service().run_chunk(job, clock.now())
+    [first] = alice.get(f"/projects/{project}/memories").body["memories"]
+    # When the client sends the same document again a little later, and the chunk runs again
+    later = clock.now() + timedelta(seconds=5)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    assert alice.post(f"/projects/{project}/import", document).body["id"] == job.import_id
+    data_service().run_chunk(job, clock.now())
+    # Then the entry was written once, said when the document was exported
+    [entry] = alice.get(f"/projects/{project}/memories").body["memories"]
+    history = alice.get(f"/projects/{project}/memories/tone/history").body["history"]
+    assert [record["action"] for record in history] == ["created"]
+    assert entry["createdAt"] == entry["updatedAt"] == first["updatedAt"] == document["exportedAt"]

@@ -473,6 +473,10 @@ def _checked_memories(
     """The document's entries still active, as ``imported`` entries under the new thread
     ids, each with its history as it was."""
     memories = []
+    # An entry with no times of its own was said by the time the document was exported, as
+    # far as anyone knows: a time of the document, not of this request, so the same
+    # document sent again plans the same entries and a chunk run again writes nothing new.
+    exported = _stamp_of(document.exported_at, "exportedAt", now, _Problems()) or stamp(now)
     for index, sent in enumerate(document.memories):
         where = f"memories.{index}"
         conversation_id = None
@@ -499,7 +503,7 @@ def _checked_memories(
                 problems.add(f"{where}.expiresAt", too_far)
                 continue
             expires = stamp(moment)
-        times = _entry_times(sent, where, now, problems)
+        times = _entry_times(sent, where, exported, now, problems)
         if times is None:
             continue
         created, updated = times
@@ -533,18 +537,17 @@ def _checked_memories(
 
 
 def _entry_times(
-    sent: ExportedMemory, where: str, now: datetime, problems: _Problems
+    sent: ExportedMemory, where: str, exported: str, now: datetime, problems: _Problems
 ) -> tuple[str, str] | None:
     """An entry's ``createdAt`` and ``updatedAt``, under the rules of every other imported
     time (``None`` once a problem is noted). The entry keeps them: consolidation tells
     the newer of two entries by when each was said, not by when it was imported. Each is
-    optional: one left out is the other, both left out the time of the import's plan,
-    which every run of its chunk then writes alike."""
+    optional: one left out is the other, both left out the document's ``exported``."""
     created = sent.created_at and _stamp_of(sent.created_at, f"{where}.createdAt", now, problems)
     updated = sent.updated_at and _stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
     if (sent.created_at and not created) or (sent.updated_at and not updated):
         return None
-    either = created or updated or stamp(now)
+    either = created or updated or exported
     return created or either, updated or either
 
 
