@@ -10,6 +10,7 @@ import threading
 from typing import Any
 import uuid
 
+from botocore.exceptions import ClientError
 import pytest
 
 from recall.domain import clock
@@ -818,3 +819,42 @@ def test_a_busy_table_ends_the_expiry_run_at_its_first_entry(
     with pytest.raises(Throttled):
         recall.maintenance.run(ScheduledJob.EXPIRE_MEMORIES, expires)
     assert len(asked) == 1
+
+
+class MeetsATransactionOnce:
+    """The memory store's client, whose first transaction meets another one on its items."""
+
+    def __init__(self) -> None:
+        self.real = dynamodb_client()
+        self.met = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def transact_write_items(self, **request: Any) -> Any:
+        if not self.met:
+            self.met = True
+            raise ClientError(
+                {
+                    "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                    "CancellationReasons": [{"Code": "TransactionConflict"}],
+                },
+                "TransactWriteItems",
+            )
+        return self.real.transact_write_items(**request)
+
+
+def test_an_expiry_that_met_another_transaction_is_sent_again_in_the_same_run() -> None:
+    # Given an entry due, whose delete meets a turn's transaction once
+    recall = Recall()
+    expires = NOW + timedelta(hours=2)
+    recall.write(entry("sale", "summer sale banner", expires_at=clock.stamp(expires)))
+    client = MeetsATransactionOnce()
+    recall.memories._client = client  # type: ignore[assignment]
+    # When the job runs
+    recall.maintenance.run(ScheduledJob.EXPIRE_MEMORIES, expires)
+    # Then it read the entry again and expired it, not taking the meeting for a renewal
+    assert client.met
+    assert "sale" not in recall.entries(expires - SECOND)
+    history = recall.memories.history(recall.user, recall.project, "sale", None)
+    assert [record.action for record in history] == [Action.CREATED, Action.EXPIRED]

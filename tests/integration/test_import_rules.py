@@ -168,6 +168,9 @@ def test_imported_memory_keeps_when_it_was_said_not_when_it_was_imported(
                 memory(createdAt="yesterday"),
                 memory(key="palette", updatedAt=future),
                 memory(key="font", createdAt="1969-12-31T23:59:59Z"),
+                memory(
+                    key="hero", createdAt="2025-02-01T00:00:00Z", updatedAt="2025-01-01T00:00:00Z"
+                ),
             ]
         ),
     )
@@ -179,6 +182,7 @@ def test_imported_memory_keeps_when_it_was_said_not_when_it_was_imported(
         "memories.0.createdAt",
         "memories.1.updatedAt",
         "memories.2.createdAt",
+        "memories.3.updatedAt",
     ]
     assert (held["tone"]["createdAt"], held["tone"]["updatedAt"]) == (
         "2025-01-01T08:00:00.000Z",

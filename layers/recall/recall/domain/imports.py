@@ -547,6 +547,11 @@ def _entry_times(
     updated = sent.updated_at and _stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
     if (sent.created_at and not created) or (sent.updated_at and not updated):
         return None
+    if created and updated and updated < created:
+        # Consolidation orders entries by updatedAt: one changed before it was made would
+        # sort wrong (stamps of one format compare as text).
+        problems.add(f"{where}.updatedAt", "not before createdAt")
+        return None
     either = created or updated or exported
     return created or either, updated or either
 

@@ -44,6 +44,7 @@ from recall.store.dynamodb import (
     batch_delete,
     batch_write,
     cancellation_codes,
+    collided,
     delete_found,
     dynamodb_client,
     from_item,
@@ -517,19 +518,27 @@ class MemoryStore:
         )
 
     def _expire(self, owner: str, sk: str, now: datetime) -> bool:
-        current = self._current(owner, sk)
-        if current is None or is_active(current.entry(), now):
-            return False
-        try:
-            self.client.transact_write_items(
-                TransactItems=self._transactions.removal(owner, current, None, now)
-            )
-        except ClientError as exc:
-            error = translate(exc)
-            if isinstance(error, Conflict):
+        """Delete the entry if it has expired; ``False`` when it has not, or changed (its
+        owner renewed it). A delete that only met another transaction (a turn's, on the
+        entry's counter) is read again and sent again, not taken for a change: the entry's
+        due bucket may be past the schedule's look-back by its next run."""
+        for attempt in range(1, self._attempts + 1):
+            current = self._current(owner, sk)
+            if current is None or is_active(current.entry(), now):
                 return False
-            raise error from exc
-        return True
+            try:
+                self.client.transact_write_items(
+                    TransactItems=self._transactions.removal(owner, current, None, now)
+                )
+            except ClientError as exc:
+                if collided(exc) and attempt < self._attempts:
+                    continue
+                error = translate(exc)
+                if isinstance(error, Conflict) and not collided(exc):
+                    return False
+                raise error from exc
+            return True
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _reclaim(self, owner: str, conversation_id: str | None, now: datetime) -> bool:
         """Free the slots of expired entries, then set the counter to the number of entry
