@@ -37,6 +37,7 @@ import boto3
 from local import cors, embedded, runtime, static, template, websocket
 from local.background import Background, job_names, run_job
 from local.snapshot import Snapshots
+from recall.api import json_bytes
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
 
@@ -59,7 +60,7 @@ BODY_MAX_BYTES = 6_291_456
 """Lambda's limit on a synchronous invocation's payload (6 MB): API Gateway answers a
 larger request 413 ``{"message": "Request Too Long"}`` without invoking anything (its own
 limit, 10 MB, is above it). Past it the server reads nothing more of the body; a body
-read is then held to it again as the event (`lambda_payload_bytes`), where it is escaped."""
+read is then held to it again as the event (`recall.api.json_bytes`), where it is escaped."""
 CHUNK_LINE_MAX_BYTES = 4096
 """A chunk's size line (with any extensions), and each trailer line, at most."""
 CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
@@ -230,7 +231,7 @@ def handle(
     cookie_header = event["headers"].pop("cookie", None)
     if cookie_header:
         event["cookies"] = [part.strip() for part in cookie_header.split(";") if part.strip()]
-    if lambda_payload_bytes(event) > BODY_MAX_BYTES:
+    if json_bytes(event) > BODY_MAX_BYTES:
         return Reply.of_json(413, TOO_LONG)
     try:
         result = runtime.invoke(route.function, event)  # one at a time: see runtime.invoke
@@ -238,12 +239,6 @@ def handle(
         traceback.print_exc()
         return Reply.of_json(500, INTERNAL_ERROR)
     return Reply.of(result)
-
-
-def lambda_payload_bytes(event: dict[str, Any]) -> int:
-    """The invocation payload Lambda counts against ``BODY_MAX_BYTES``: the whole event as
-    JSON, where the body is a string, so a quote-heavy body of 5.3 MB makes 10.5 MB."""
-    return len(json.dumps(event, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 class _RequestHandler(BaseHTTPRequestHandler):

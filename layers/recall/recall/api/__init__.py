@@ -146,11 +146,17 @@ def caller_id(app: APIGatewayHttpResolver) -> str:
     return subject
 
 
+def json_bytes(value: object) -> int:
+    """The bytes ``value`` takes written as JSON in an invocation payload, which Lambda
+    counts against its 6 MB: UTF-8, with each quote and backslash in a string escaped (two
+    bytes) and each control character too (up to six)."""
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def size_in_event(body: str) -> int:
-    """The bytes ``body`` takes in the API Gateway event, where it is a JSON string: each
-    quote and backslash is escaped (two bytes), each control character too (up to six).
-    Lambda counts the event against its 6 MB, so a body of 5.3 MB of quotes is 10.5 MB."""
-    return len(json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2
+    """The bytes ``body`` takes in the API Gateway event, where it is a JSON string (its
+    two quotes left out), so a body of 5.3 MB of quotes is 10.5 MB."""
+    return json_bytes(body) - 2
 
 
 def _raw_error(status: int, code: str, message: str) -> dict[str, Any]:

@@ -123,8 +123,9 @@ def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
     return {key: _plain(_deserializer.deserialize(value)) for key, value in item.items()}
 
 
-_CONFLICTS = {"ConditionalCheckFailed", "TransactionConflict"}
-_COLLISION = "TransactionConflict"
+# A transaction's cancellation reason for an item another transaction held at that moment.
+COLLISION = "TransactionConflict"
+_CONFLICTS = {"ConditionalCheckFailed", COLLISION}
 _THROTTLED_REASONS = _THROTTLING | {"ProvisionedThroughputExceeded", "ThrottlingError"}
 
 
@@ -158,7 +159,7 @@ def collided(exc: ClientError) -> bool:
     if code != "TransactionCanceledException":
         return False
     reasons = set(cancellation_codes(exc))
-    return _COLLISION in reasons and reasons <= {_COLLISION, "None"}
+    return COLLISION in reasons and reasons <= {COLLISION, "None"}
 
 
 def translate(exc: ClientError, conflict_message: str = "The item changed meanwhile.") -> Exception:

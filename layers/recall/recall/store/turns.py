@@ -21,6 +21,7 @@ from recall.domain.usage import Budget, Counts, MemberUsage, month_of
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.store.conversations import ConversationStore, thread_from, thread_keys
 from recall.store.dynamodb import (
+    COLLISION,
     batch_get,
     cancellation_codes,
     dynamodb_client,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _FAILED = "ConditionalCheckFailed"
-_COLLISION = "TransactionConflict"
 
 
 @dataclass
@@ -254,7 +254,7 @@ class TurnStore:
             failed = {part for part, code in reasons if code == _FAILED}
             # Another transaction on one of the items (DynamoDB's TransactionConflict):
             # what it wrote is read again like a failed condition, the rest saved again.
-            met = {part for part, code in reasons if code == _COLLISION and not failed}
+            met = {part for part, code in reasons if code == COLLISION and not failed}
             if "conversation" in failed | met:
                 now = self._conversations.get(*owner)
                 if now is None:
