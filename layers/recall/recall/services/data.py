@@ -397,19 +397,20 @@ class DataService:
             "import chunk written",
             extra={"chunk": job.chunk, "chunks": progress.chunks_total, "counted": bool(counted)},
         )
-        if counted is not None and counted.status == ImportStatus.DONE:
-            self._drop_chunks(counted, range(counted.chunks_total))
-        return counted
+        if counted is None:
+            return None
+        return self._finish_if_counted(counted, now) or counted
 
     def _finish_if_counted(self, progress: ImportProgress, now: datetime) -> ImportProgress | None:
         """Finish an import whose every chunk is counted but which still says ``queued`` or
-        ``running``: the run that counted its last chunk stopped before it said ``done``
-        (two updates), and without this its redelivery found its chunk counted and did
-        nothing, and a take-over queued a chunk past the last."""
+        ``running``, and drop its chunks. The run that counts the last chunk does so; and
+        since counting and ``done`` are two updates, so does whatever finds the import
+        after a run stopped between them: its redelivery (which finds its chunk counted)
+        or the document sent again (whose take-over would queue a chunk past the last)."""
         unfinished = (ImportStatus.QUEUED, ImportStatus.RUNNING)
         if progress.status not in unfinished or progress.chunks_done < progress.chunks_total:
             return None
-        logger.info("import finished: every chunk was counted")
+        logger.info("import finished: every chunk is counted")
         done = self._imports.finish(progress, now)
         self._drop_chunks(done, range(done.chunks_total))
         return done

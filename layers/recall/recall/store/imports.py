@@ -174,8 +174,8 @@ class ImportStore:
         errors: list[str],
         now: datetime,
     ) -> ImportProgress | None:
-        """Count a written chunk once; ``None`` when it was counted already. The import is
-        ``done`` once every chunk is counted."""
+        """Count a written chunk once; ``None`` when it was counted already. Once every
+        chunk is counted, ``finish`` says the import is done."""
         names = {
             "#done": "doneChunks",
             "#threads": "threadsDone",
@@ -219,11 +219,7 @@ class ImportStore:
             if isinstance(translate(exc), Conflict):
                 return None
             raise translate(exc) from exc
-        counted = ProgressItem.model_validate(from_item(result["Attributes"])).progress()
-        if counted.chunks_done >= counted.chunks_total:
-            self._set_status(counted, ImportStatus.DONE, now)
-            return counted.model_copy(update={"status": ImportStatus.DONE})
-        return counted
+        return ProgressItem.model_validate(from_item(result["Attributes"])).progress()
 
     def drop_chunks(self, progress: ImportProgress, numbers: Iterable[int]) -> int:
         """Delete these chunks of the import, by key (no read), in batches: the count
