@@ -26,7 +26,8 @@ from recall.services.extraction import ExtractionService, MemoryExtractor, RuleE
 from recall.services.maintenance import Maintenance
 from recall.services.summaries import ExtractiveSummarizer, SummaryService
 from recall.settings import Settings, get_settings
-from recall.store.conversations import ConversationStore, conversation_key
+from recall.store.conversation_items import conversation_key
+from recall.store.conversations import ConversationStore
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep

@@ -30,7 +30,7 @@ from recall.providers.bedrock import BedrockProvider
 from recall.providers.json_protocol import JsonProtocolProvider
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
-from recall.store.conversations import conversation_key
+from recall.store.conversation_items import conversation_key
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.wiring import (
     chat_service,

@@ -19,7 +19,7 @@ from recall.domain import clock
 from recall.domain.ids import new_id
 from recall.domain.messages import Message
 from recall.settings import get_settings
-from recall.store.conversations import conversation_key
+from recall.store.conversation_items import conversation_key
 from recall.store.cursors import (
     encode_cursor,
 )

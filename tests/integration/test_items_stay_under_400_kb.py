@@ -16,7 +16,7 @@ import pytest
 from recall.domain.prompt import ModelReply, ModelRequest, ToolCall, Usage
 from recall.domain.tools import SAVE_PREFERENCE
 from recall.settings import get_settings
-from recall.store.conversations import conversation_key
+from recall.store.conversation_items import conversation_key
 from recall.store.keys import owner_key, thread_key
 from recall.wiring import model_choice
 from tests.integration.aws_limits import ITEM_MAX_BYTES, item_size

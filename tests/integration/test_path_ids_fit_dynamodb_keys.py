@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from recall.store import keys, memory_items, projects
-from recall.store.conversations import recency
+from recall.store.conversation_items import recency
 from tests.integration.conftest import Api
 
 FAST = settings(

@@ -12,7 +12,7 @@ import boto3
 
 from recall.domain.presets import ContextPrompt, PresetCopy
 from recall.settings import get_settings
-from recall.store.conversations import POLICY_SUFFIX, ConversationItem
+from recall.store.conversation_items import POLICY_SUFFIX, ConversationItem
 from recall.store.dynamodb import from_item, to_item
 from recall.store.keys import owner_key
 from recall.wiring import conversation_store

@@ -32,7 +32,7 @@ from recall.domain.prompt import (
 )
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
-from recall.store.conversations import conversation_key
+from recall.store.conversation_items import conversation_key
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client

@@ -21,7 +21,7 @@ from recall.domain.ids import new_id
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
-from recall.store.conversations import conversation_key
+from recall.store.conversation_items import conversation_key
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.wiring import model_choice
 from tests.integration.conftest import Api

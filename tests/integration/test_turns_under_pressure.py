@@ -19,7 +19,7 @@ from recall.domain.prompt import ModelReply, ModelRequest, ToolCall
 from recall.errors import Conflict
 from recall.services.chat import ChatService
 from recall.settings import get_settings
-from recall.store.conversations import conversation_key
+from recall.store.conversation_items import conversation_key
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.wiring import (
     chat_service_with,

@@ -19,7 +19,8 @@ from recall.domain.presets import Preset
 from recall.domain.projects import Project
 from recall.domain.usage import Budget, Counts, MemberUsage, month_of
 from recall.errors import Conflict, Forbidden, NotFound
-from recall.store.conversations import ConversationStore, thread_from, thread_keys
+from recall.store.conversation_items import thread_from, thread_keys
+from recall.store.conversations import ConversationStore
 from recall.store.dynamodb import (
     COLLISION,
     batch_get,
