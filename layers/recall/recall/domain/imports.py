@@ -20,7 +20,7 @@ a preset here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 import hashlib
 import json
@@ -28,29 +28,30 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from recall.domain.clock import parse, stamp
+from recall.domain.clock import parse
 from recall.domain.conversations import DEFAULT_TITLE, Conversation
 from recall.domain.exports import (
     ExportDocument,
     ExportedConversation,
-    ExportedMemory,
     ExportedMessage,
     ExportedPrompt,
     ExportedSettings,
     Wire,
 )
 from recall.domain.ids import encode
-from recall.domain.import_chunks import Chunk, ImportedMemory, cut_into_chunks
+from recall.domain.import_chunks import Chunk, cut_into_chunks
+from recall.domain.import_rules import (
+    Problems,
+    derived_id,
+    digest,
+    found,
+    ms_of,
+    stamp_of,
+)
 from recall.domain.memory import (
-    HistoryRecord,
-    MemoryEntry,
-    Scope,
-    Source,
-    check_key,
-    check_value,
-    expiry_too_far,
     shows_something,
 )
+from recall.domain.memory_imports import checked_memories
 from recall.domain.messages import Message
 from recall.domain.presets import (
     ContextPrompt,
@@ -171,76 +172,9 @@ def document_hash(document: ExportDocument | ThreadsDocument) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _digest(*parts: str) -> int:
-    joined = "\x1f".join(parts).encode("utf-8")
-    return int.from_bytes(hashlib.sha256(joined).digest()[:16], "big")
-
-
 def import_id_of(user_id: str, project_id: str, content_hash: str) -> str:
     """One id per caller, project and document: sending it again finds the same import."""
-    return encode(_digest("import", user_id, project_id, content_hash), 26)
-
-
-def derived_id(at_ms: int, *seed: str) -> str:
-    """A ULID whose time is ``at_ms`` and whose random part comes from ``seed``."""
-    return encode(max(at_ms, 0), 10) + encode(_digest(*seed) >> 48, 16)
-
-
-def _ms(text: str) -> int:
-    return int(parse(text).timestamp() * 1000)
-
-
-class _Problems:
-    """Collects errors with where they are, up to a bound, then raises them at once."""
-
-    def __init__(self) -> None:
-        self.details: list[dict[str, Any]] = []
-
-    def add(self, field: str, message: str) -> None:
-        if len(self.details) < 20:
-            self.details.append({"field": field, "message": message})
-
-    def raise_any(self) -> None:
-        if self.details:
-            first = self.details[0]
-            raise Invalid(
-                f"The import document is not valid: {first['field']}: {first['message']}.",
-                self.details,
-            )
-
-
-# The earliest time an import takes: ids carry their time since 1970 (ULIDs), so an older
-# thread could not keep its order, and a chat history from before it is a mistake.
-EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _moment_of(text: str, field: str, problems: _Problems) -> datetime | None:
-    """``text`` as a time with a time zone, or None with the problem noted."""
-    try:
-        moment = parse(text)
-    except ValueError:
-        problems.add(field, "an ISO 8601 date and time")
-        return None
-    if moment.tzinfo is None:
-        problems.add(field, "an ISO 8601 date and time with a time zone")
-        return None
-    return moment
-
-
-def _stamp_of(text: str, field: str, now: datetime, problems: _Problems) -> str | None:
-    """``text`` as the API's timestamp format: a time zone is required, the future is
-    refused (an imported thread cannot sort after the turns still to come) and so is a
-    time before 1970 (``EARLIEST``)."""
-    moment = _moment_of(text, field, problems)
-    if moment is None:
-        return None
-    if moment > now:
-        problems.add(field, "not in the future")
-        return None
-    if moment < EARLIEST:
-        problems.add(field, "not before 1970-01-01T00:00:00Z")
-        return None
-    return stamp(moment)
+    return encode(digest("import", user_id, project_id, content_hash), 26)
 
 
 class _Thread(BaseModel):
@@ -259,45 +193,38 @@ class _Thread(BaseModel):
     cleared_at: int | None = None
 
 
-def _found(problems: _Problems, where: str, exc: Invalid) -> None:
-    """A check's errors, each field put under ``where`` in the document."""
-    for detail in exc.details or [{"field": "", "message": exc.message}]:
-        field = str(detail.get("field", ""))
-        problems.add(".".join(part for part in (where, field) if part), str(detail["message"]))
-
-
 def _prompts(
-    sent: list[ExportedPrompt], where: str, limits: ImportLimits, problems: _Problems
+    sent: list[ExportedPrompt], where: str, limits: ImportLimits, problems: Problems
 ) -> list[ContextPrompt]:
     prompts = [ContextPrompt(role=prompt.role, content=prompt.content) for prompt in sent]
     try:
         return checked_prompts(prompts, limits.preset)
     except Invalid as exc:
-        _found(problems, where, exc)
+        found(problems, where, exc)
         return []
 
 
-def _name(name: str, where: str, limits: ImportLimits, problems: _Problems) -> str:
+def _name(name: str, where: str, limits: ImportLimits, problems: Problems) -> str:
     try:
         return checked_preset_name(name, limits.preset.name_max_chars)
     except Invalid as exc:
-        _found(problems, where, exc)
+        found(problems, where, exc)
         return name
 
 
 def _settings(
-    sent: ExportedSettings, where: str, limits: ImportLimits, problems: _Problems
+    sent: ExportedSettings, where: str, limits: ImportLimits, problems: Problems
 ) -> ThreadSettings:
     """Settings held to this deployment's bounds (a model it does not allow is refused)."""
     try:
         return checked_settings(sent.settings(), limits.settings, where)
     except Invalid as exc:
-        _found(problems, "", exc)
+        found(problems, "", exc)
         return ThreadSettings()
 
 
 def _checked_presets(
-    document: ExportDocument, limits: ImportLimits, now: datetime, problems: _Problems
+    document: ExportDocument, limits: ImportLimits, now: datetime, problems: Problems
 ) -> list[tuple[str, Preset]]:
     """The document's presets, checked as a preset made here is, each with its exported
     id (given its new one by ``plan_import``)."""
@@ -307,8 +234,8 @@ def _checked_presets(
     presets = []
     for index, sent in enumerate(document.presets):
         where = f"presets.{index}"
-        created = _stamp_of(sent.created_at, f"{where}.createdAt", now, problems)
-        updated = _stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
+        created = stamp_of(sent.created_at, f"{where}.createdAt", now, problems)
+        updated = stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
         if not (created and updated):
             continue
         preset = Preset(
@@ -334,7 +261,7 @@ def _with_preset_ids(
         preset.model_copy(
             update={
                 "project_id": project_id,
-                "preset_id": derived_id(_ms(preset.created_at), import_id, "preset", str(index)),
+                "preset_id": derived_id(ms_of(preset.created_at), import_id, "preset", str(index)),
                 "created_by": user_id,
             }
         )
@@ -347,7 +274,7 @@ def _checked_messages(
     messages: Sequence[ExportedMessage | PlainMessage],
     limits: ImportLimits,
     now: datetime,
-    problems: _Problems,
+    problems: Problems,
 ) -> list[Message]:
     if len(messages) > limits.messages_per_thread_max:
         problems.add(f"{where}.messages", f"at most {limits.messages_per_thread_max} messages")
@@ -355,7 +282,7 @@ def _checked_messages(
     checked: list[Message] = []
     for number, sent in enumerate(messages):
         field = f"{where}.messages.{number}"
-        at = _stamp_of(sent.created_at, f"{field}.createdAt", now, problems)
+        at = stamp_of(sent.created_at, f"{field}.createdAt", now, problems)
         if sent.role == "user" and len(sent.content) > limits.message_max_chars:
             problems.add(f"{field}.content", f"at most {limits.message_max_chars} characters")
         if _needs_text(sent) and not shows_something(sent.content):
@@ -384,13 +311,13 @@ def _needs_text(sent: ExportedMessage | PlainMessage) -> bool:
 
 
 def _export_threads(
-    document: ExportDocument, limits: ImportLimits, now: datetime, problems: _Problems
+    document: ExportDocument, limits: ImportLimits, now: datetime, problems: Problems
 ) -> list[_Thread]:
     threads = []
     for index, sent in enumerate(document.conversations):
         where = f"conversations.{index}"
-        created = _stamp_of(sent.created_at, f"{where}.createdAt", now, problems)
-        updated = _stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
+        created = stamp_of(sent.created_at, f"{where}.createdAt", now, problems)
+        updated = stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
         messages = _checked_messages(where, sent.messages, limits, now, problems)
         if len(sent.title) > limits.title_max_chars:
             problems.add(f"{where}.title", f"at most {limits.title_max_chars} characters")
@@ -436,7 +363,7 @@ def _cleared_at(sent: ExportedConversation) -> int | None:
 
 
 def _plain_threads(
-    document: ThreadsDocument, limits: ImportLimits, now: datetime, problems: _Problems
+    document: ThreadsDocument, limits: ImportLimits, now: datetime, problems: Problems
 ) -> list[_Thread]:
     threads = []
     for index, sent in enumerate(document.threads):
@@ -463,99 +390,6 @@ def _plain_threads(
     return threads
 
 
-def _checked_memories(
-    document: ExportDocument,
-    thread_ids: dict[str, str],
-    limits: ImportLimits,
-    now: datetime,
-    problems: _Problems,
-) -> list[ImportedMemory]:
-    """The document's entries still active, as ``imported`` entries under the new thread
-    ids, each with its history as it was."""
-    memories = []
-    # An entry with no times of its own was said by the time the document was exported, as
-    # far as anyone knows: a time of the document, not of this request, so the same
-    # document sent again plans the same entries and a chunk run again writes nothing new.
-    exported = _stamp_of(document.exported_at, "exportedAt", now, _Problems()) or stamp(now)
-    for index, sent in enumerate(document.memories):
-        where = f"memories.{index}"
-        conversation_id = None
-        if sent.scope == Scope.THREAD:
-            conversation_id = thread_ids.get(sent.conversation_id or "")
-            if conversation_id is None:
-                problems.add(f"{where}.conversationId", "a conversation of this document")
-                continue
-        try:
-            key = check_key(sent.key)
-            value = check_value(sent.value, limits.memory_value_max_chars)
-        except Invalid as exc:
-            problems.add(f"{where}", exc.message)
-            continue
-        expires = None
-        if sent.expires_at is not None:
-            moment = _moment_of(sent.expires_at, f"{where}.expiresAt", problems)
-            if moment is None:
-                continue
-            if moment <= now:
-                continue  # gone for every reader already: nothing to bring back
-            too_far = expiry_too_far(moment, now, limits.memory_expiry_max_days)
-            if too_far is not None:
-                problems.add(f"{where}.expiresAt", too_far)
-                continue
-            expires = stamp(moment)
-        times = _entry_times(sent, where, exported, now, problems)
-        if times is None:
-            continue
-        created, updated = times
-        entry = MemoryEntry(
-            key=key,
-            value=value,
-            category=sent.category,
-            scope=sent.scope,
-            conversation_id=conversation_id,
-            source=Source.IMPORTED,
-            confidence=sent.confidence,
-            created_at=created,
-            updated_at=updated,
-            expires_at=expires,
-        )
-        history = []
-        for number, record in enumerate(sent.history):
-            at = _stamp_of(record.at, f"{where}.history.{number}.at", now, problems)
-            if at is not None:
-                history.append(
-                    HistoryRecord(
-                        key=key,
-                        scope=sent.scope,
-                        conversation_id=conversation_id,
-                        **record.model_dump(exclude={"at"}),
-                        at=at,
-                    )
-                )
-        memories.append(ImportedMemory(entry=entry, history=history))
-    return memories
-
-
-def _entry_times(
-    sent: ExportedMemory, where: str, exported: str, now: datetime, problems: _Problems
-) -> tuple[str, str] | None:
-    """An entry's ``createdAt`` and ``updatedAt``, under the rules of every other imported
-    time (``None`` once a problem is noted). The entry keeps them: consolidation tells
-    the newer of two entries by when each was said, not by when it was imported. Each is
-    optional: one left out is the other, both left out the document's ``exported``."""
-    created = sent.created_at and _stamp_of(sent.created_at, f"{where}.createdAt", now, problems)
-    updated = sent.updated_at and _stamp_of(sent.updated_at, f"{where}.updatedAt", now, problems)
-    if (sent.created_at and not created) or (sent.updated_at and not updated):
-        return None
-    if created and updated and updated < created:
-        # Consolidation orders entries by updatedAt: one changed before it was made would
-        # sort wrong (stamps of one format compare as text).
-        problems.add(f"{where}.updatedAt", "not before createdAt")
-        return None
-    either = created or updated or exported
-    return created or either, updated or either
-
-
 def _with_ids(
     import_id: str,
     index: int,
@@ -566,13 +400,13 @@ def _with_ids(
 ) -> tuple[Conversation, list[Message]]:
     """The thread and its messages under ids derived from the import and their place; its
     preset copy names the imported preset it came from, if the document brought it."""
-    conversation_id = derived_id(_ms(thread.created_at), import_id, str(index))
+    conversation_id = derived_id(ms_of(thread.created_at), import_id, str(index))
     messages = []
     at_ms = 0
     for number, message in enumerate(thread.messages):
-        at_ms = max(at_ms, _ms(message.created_at))
+        at_ms = max(at_ms, ms_of(message.created_at))
         message_id = encode(at_ms, 10) + encode(
-            (_digest(import_id, str(index)) >> 108 << 60) | number, 16
+            (digest(import_id, str(index)) >> 108 << 60) | number, 16
         )
         messages.append(message.model_copy(update={"message_id": message_id}))
     conversation = Conversation(
@@ -616,7 +450,7 @@ def plan_import(
 ) -> ImportPlan:
     """Check the whole document (Invalid names every offending thread and message, up to
     20), then cut it into chunks of at most ``chunk_max_bytes`` each."""
-    problems = _Problems()
+    problems = Problems()
     count = (
         len(document.conversations)
         if isinstance(document, ExportDocument)
@@ -651,7 +485,7 @@ def plan_import(
         if thread.source_id
     }
     memories = (
-        _checked_memories(document, thread_ids, limits, now, problems)
+        checked_memories(document, thread_ids, limits, now, problems)
         if isinstance(document, ExportDocument)
         else []
     )
@@ -661,29 +495,3 @@ def plan_import(
         chunks=cut_into_chunks(presets, built, memories, limits.chunk_max_bytes),
         threads_total=len(built),
     )
-
-
-def _said(record: HistoryRecord) -> str:
-    """All a history record says, as one text: two records saying the same are identical."""
-    return json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
-
-
-def history_record_id(record: HistoryRecord, said: str) -> str:
-    """A history record's ULID at its own time, derived from all it says (``_said``): the
-    same record, from this import or any other, is always the same item."""
-    return derived_id(_ms(record.at), "history", said)
-
-
-def history_to_add(
-    memory: ImportedMemory, held: Sequence[HistoryRecord]
-) -> list[tuple[HistoryRecord, str]]:
-    """The imported records not already held (an identical one is never appended again,
-    whatever import or turn wrote it), each with its id."""
-    seen = {_said(record) for record in held}
-    added = []
-    for record in memory.history:
-        said = _said(record)
-        if said not in seen:
-            seen.add(said)
-            added.append((record, history_record_id(record, said)))
-    return added

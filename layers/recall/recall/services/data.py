@@ -36,12 +36,12 @@ from recall.domain.imports import (
     ImportLimits,
     ImportProgress,
     ImportStatus,
-    history_to_add,
     parse_document,
     plan_import,
 )
 from recall.domain.jobs import ImportJob
 from recall.domain.memory import is_active
+from recall.domain.memory_imports import history_to_add
 from recall.domain.presets import Preset
 from recall.errors import (
     Conflict,
