@@ -21,6 +21,7 @@ import uuid
 import pytest
 
 from local import embedded, server, template
+from local.tokens import demo_token
 
 START_SECONDS = 60  # a cold interpreter on a busy CI machine; usually two or three
 STORE_LINE = re.compile(r"Embedded DynamoDB and SQS on (http://127\.0\.0\.1:\d+)")
@@ -119,7 +120,7 @@ class Caller:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         if self.sub is not None:
-            request.add_header("Authorization", f"Bearer {server.demo_token(self.sub)}")
+            request.add_header("Authorization", f"Bearer {demo_token(self.sub)}")
         try:
             with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
                 return self._answer(response.status, dict(response.headers), response.read())

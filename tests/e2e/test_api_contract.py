@@ -15,6 +15,7 @@ from schemathesis.checks import CHECKS
 from schemathesis.specs.openapi.checks import unsupported_method
 
 from local import openapi, server
+from local.tokens import demo_token
 from tests.e2e.conftest import Caller
 
 pytestmark = pytest.mark.e2e
@@ -62,7 +63,7 @@ schema = schemathesis.openapi.from_path(
     config=schemathesis.Config.from_dict(
         {
             "seed": SEED,
-            "auth": {"openapi": {"jwt": {"bearer": server.demo_token(OWNER)}}},
+            "auth": {"openapi": {"jwt": {"bearer": demo_token(OWNER)}}},
             "generation": {
                 "max-examples": EXAMPLES_PER_OPERATION,
                 "deterministic": True,

@@ -14,7 +14,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from local.server import demo_token
+from local.tokens import demo_token
 from tests.conftest import wait_for
 from tests.e2e.conftest import Caller, DevServer, dev_process
 

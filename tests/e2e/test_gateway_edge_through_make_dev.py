@@ -16,7 +16,8 @@ import uuid
 
 import pytest
 
-from local.server import BODY_MAX_BYTES, demo_token
+from local.server import BODY_MAX_BYTES
+from local.tokens import demo_token
 from tests.e2e.conftest import Caller, DevServer, dev_process
 
 pytestmark = pytest.mark.e2e

@@ -17,6 +17,7 @@ import uuid
 import pytest
 
 from local import embedded, server, template
+from local.tokens import demo_token
 from tests.e2e.conftest import Answer, Caller
 
 pytestmark = pytest.mark.e2e
@@ -71,10 +72,10 @@ def test_malformed_json_is_400(owner: Caller) -> None:
     [
         None,
         "Bearer not-a-jwt",
-        f"Bearer {server.demo_token('someone').split('.')[0]}.e30.sig",
-        f"Bearer {server.demo_token('someone').split('.')[0]}.{EXPIRED}.sig",
-        f"Bearer {server.demo_token('someone').split('.')[0]}.{claims(nbf=FUTURE)}.sig",
-        f"Bearer {server.demo_token('someone').split('.')[0]}.{claims(exp='9999999999')}.sig",
+        f"Bearer {demo_token('someone').split('.')[0]}.e30.sig",
+        f"Bearer {demo_token('someone').split('.')[0]}.{EXPIRED}.sig",
+        f"Bearer {demo_token('someone').split('.')[0]}.{claims(nbf=FUTURE)}.sig",
+        f"Bearer {demo_token('someone').split('.')[0]}.{claims(exp='9999999999')}.sig",
     ],
     ids=["no token", "not a jwt", "no sub claim", "expired", "not yet valid", "exp as text"],
 )
@@ -161,7 +162,7 @@ def test_python_m_local_server_serves_the_api_until_terminated() -> None:
                 pytest.fail(f"no ready line within 60 s; output so far: {seen}")
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}/projects",
-            headers={"Authorization": f"Bearer {server.demo_token('demo-user')}"},
+            headers={"Authorization": f"Bearer {demo_token('demo-user')}"},
         )
         with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
             status, body = response.status, json.loads(response.read())

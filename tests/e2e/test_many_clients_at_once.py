@@ -11,6 +11,7 @@ import time
 import pytest
 
 from local import server
+from local.tokens import demo_token
 from tests.e2e.conftest import Caller
 
 pytestmark = pytest.mark.e2e
@@ -29,7 +30,7 @@ def test_fifty_clients_connecting_at_once_are_all_accepted_and_answered(
     project = owner.post("/projects", {"name": "Corner Shop"}).body["id"]
     host, port = local_api.server.server_address[:2]
     address = (str(host), int(port))
-    token = server.demo_token(owner.sub or "")
+    token = demo_token(owner.sub or "")
     request = (
         f"GET /projects/{project} HTTP/1.1\r\nHost: {host}:{port}\r\n"
         f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n"

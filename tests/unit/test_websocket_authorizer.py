@@ -181,7 +181,7 @@ def test_a_subject_no_key_can_hold_is_refused_at_the_upgrade(
 
 
 def test_an_unsigned_demo_token_is_refused(authorizer: ModuleType) -> None:
-    from local.server import demo_token
+    from local.tokens import demo_token
 
     refused(authorizer, query=demo_token("user-1"))
 

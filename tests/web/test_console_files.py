@@ -7,7 +7,8 @@ import http.client
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from local import server, static, template
+from local import static, template
+from local.tokens import demo_token
 from tests.e2e.conftest import DevServer
 from tests.web.conftest import ALLOWED_ORIGIN
 
@@ -100,7 +101,7 @@ def test_api_routes_keep_precedence_over_files(console: DevServer) -> None:
 
 def test_a_configured_origin_gets_its_preflight_and_reads_answers(console: DevServer) -> None:
     # Given
-    token = server.demo_token("cors-reader")
+    token = demo_token("cors-reader")
     # When
     preflight = fetch(
         console,

@@ -1,5 +1,5 @@
 // Who is signed in, and where the API is. Locally the console mints the same unsigned
-// token `make dev` accepts (local/server.py demo_token); deployed it takes a pasted JWT.
+// token `make dev` accepts (local/tokens.py demo_token); deployed it takes a pasted JWT.
 import { config } from "../config.js";
 
 const TOKEN = "recall.token";
