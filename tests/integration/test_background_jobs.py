@@ -19,12 +19,17 @@ from recall.domain.ids import new_id
 from recall.domain.jobs import AnyJob, ConsolidateJob, ExtractJob, ScheduledJob, SummarizeJob
 from recall.domain.memory import Action, Category, MemoryEntry, Scope, Source
 from recall.domain.messages import Message, MessageRole
-from recall.domain.prompt import ModelThrottled
+from recall.domain.prompt import ModelReply, ModelRequest, ModelThrottled
 from recall.errors import Throttled, Unavailable
 from recall.services.consolidation import ConsolidationService
 from recall.services.extraction import ExtractionService, MemoryExtractor, RuleExtractor
 from recall.services.maintenance import Maintenance
-from recall.services.summaries import ExtractiveSummarizer, SummaryService
+from recall.services.summaries import (
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    Summarizer,
+    SummaryService,
+)
 from recall.settings import Settings, get_settings
 from recall.store.conversation_items import conversation_key
 from recall.store.conversations import ConversationStore
@@ -57,7 +62,12 @@ class Recall:
     """The stores and job services of one user and project, with the settings given (and
     the model extraction asks, the offline classifier unless told)."""
 
-    def __init__(self, extractor: MemoryExtractor | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        extractor: MemoryExtractor | None = None,
+        summarizer: Summarizer | None = None,
+        **overrides: Any,
+    ) -> None:
         # Two hours of due buckets back are enough for a clock that jumps exactly
         self.settings: Settings = get_settings().model_copy(
             update={"maintenance_lookback_hours": 2, **overrides}
@@ -83,7 +93,9 @@ class Recall:
             settings,
             self.conversations,
             self.messages,
-            ExtractiveSummarizer(settings.summary_max_chars, settings.summary_point_max_chars),
+            summarizer
+            or ExtractiveSummarizer(settings.summary_max_chars, settings.summary_point_max_chars),
+            self.queue,  # type: ignore[arg-type]
         )
         self.consolidation = ConsolidationService(
             settings,
@@ -471,6 +483,70 @@ def test_messages_that_left_the_window_are_folded_into_the_threads_summary() -> 
     assert recall.summaries.run(job, NOW).folded == 0
     again = recall.conversations.get(recall.user, recall.project, thread.conversation_id)
     assert again == saved
+
+
+class SummaryModel:
+    """A model that answers each summary request with one fact and keeps the requests."""
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        return ModelReply(text=f"Facts:\n- Fact number {len(self.requests)}")
+
+
+def test_a_long_thread_is_summarised_one_bounded_request_at_a_time() -> None:
+    # Given a thread whose 60 messages of 3,000 characters left the window: 180,000
+    # characters, nine times what one request may carry
+    model = SummaryModel()
+    bounds = {"summary_fold_max_chars": 20_000, "summary_message_max_chars": 4_000}
+    settings = get_settings().model_copy(update=bounds)
+    recall = Recall(
+        summarizer=ModelSummarizer(
+            model,
+            "summary-model",
+            settings.summary_max_chars,
+            settings.summary_point_max_chars,
+            settings.summary_max_tokens,
+            fold_max_chars=settings.summary_fold_max_chars,
+            message_max_chars=settings.summary_message_max_chars,
+        ),
+        **bounds,
+    )
+    page = "Copy for the spring catalogue, one product line at a time. " * 50
+    thread = recall.thread([f"{n} {page}"[:3_000] for n in range(60)] + ["hello", "hi"])
+    window_of(recall, thread, 2)
+    job = SummarizeJob(
+        user_id=recall.user, project_id=recall.project, conversation_id=thread.conversation_id
+    )
+
+    # When the job runs once
+    first = recall.summaries.run(job, NOW)
+
+    # Then it sent one request within the budget, saved what it covered and queued the rest
+    (request,) = model.requests
+    assert len(request.messages[0].text) < 20_000 + 500
+    assert 0 < first.folded < 60
+    saved = recall.conversations.get(recall.user, recall.project, thread.conversation_id)
+    assert saved is not None and saved.summary == "Facts:\n- Fact number 1"
+    assert recall.queue.jobs == [job]
+
+    # When every queued fold runs in turn
+    while recall.queue.jobs:
+        recall.summaries.run(recall.queue.jobs.pop(0), NOW)
+
+    # Then every request stayed within the budget, and the summary reaches the window
+    assert len(model.requests) >= 9
+    assert all(len(sent.messages[0].text) < 20_000 + 500 for sent in model.requests)
+    done = recall.conversations.get(recall.user, recall.project, thread.conversation_id)
+    assert done is not None and done.summary == f"Facts:\n- Fact number {len(model.requests)}"
+    ids = (recall.user, recall.project, thread.conversation_id)
+    [last_before_window, *_] = recall.messages.latest_after(*ids, None, 3)
+    assert done.summary_through == last_before_window.message_id
+    # And a job queued by a later turn finds nothing left to fold
+    assert recall.summaries.run(job, NOW).folded == 0
+    assert recall.queue.jobs == []
 
 
 def test_clearing_the_context_starts_a_new_summary() -> None:

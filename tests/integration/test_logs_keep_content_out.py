@@ -105,7 +105,14 @@ def test_an_extraction_answer_outside_its_schema_is_logged_without_the_words_it_
         "metrics": {"latencyMs": 100},
     }
     said = [Message(message_id="01A", role="user", content=RULE, created_at="t")]
-    extractor = ModelExtractor(BedrockProvider(client), "anthropic.claude", 512, 500)
+    extractor = ModelExtractor(
+        BedrockProvider(client),
+        "anthropic.claude",
+        512,
+        500,
+        transcript_max_chars=100_000,
+        message_max_chars=8_000,
+    )
     # When
     with Stubber(client) as stub, caplog.at_level(logging.INFO, logger="recall"):
         stub.add_response("converse", answer)

@@ -388,7 +388,14 @@ def test_background_jobs_model_calls_are_counted_per_project(
     for n in range(3):
         chat(bob, project, f"And the footer light, number {n}", thread)
     scripted = CountingModel()
-    extractor = ModelExtractor(scripted, "extraction-model", 512, 500)
+    extractor = ModelExtractor(
+        scripted,
+        "extraction-model",
+        512,
+        500,
+        transcript_max_chars=100_000,
+        message_max_chars=8_000,
+    )
     service = ExtractionService(
         get_settings(),
         conversation_store(),

@@ -109,12 +109,24 @@ class Settings(BaseSettings):
     job_queue_timeout_seconds: int = 2
     job_queue_max_attempts: int = 2
     extract_recent_messages: int = 20
+    # What an extraction request shows the model of those messages: each one's text cut to
+    # EXTRACT_MESSAGE_MAX_CHARS (its start and its end), and the newest that fit in
+    # EXTRACT_TRANSCRIPT_MAX_CHARS, so imported replies of 60,000 characters cannot make a
+    # request larger than the model's context.
+    extract_message_max_chars: int = 8_000
+    extract_transcript_max_chars: int = 100_000
     consolidate_min_value_chars: int = 12
     consolidate_prune_confidence: float = 0.6
     summary_max_chars: int = 2_000
     summary_point_max_chars: int = 300
     summary_max_tokens: int = 800
     summary_fold_max_messages: int = 200
+    # What one summary request shows the model: each message's text cut to
+    # SUMMARY_MESSAGE_MAX_CHARS (its start and its end), and the oldest messages that fit in
+    # SUMMARY_FOLD_MAX_CHARS, about 25,000 tokens of English, well inside a 200k-token
+    # context. The fold covers those, and the job queues the thread's next fold for the rest.
+    summary_message_max_chars: int = 8_000
+    summary_fold_max_chars: int = 100_000
     # Scheduled jobs read the due buckets of this many past hours: the hourly jobs catch up
     # on a few missed runs, and DynamoDB's TTL is the backstop for anything older.
     maintenance_lookback_hours: int = 6
@@ -262,6 +274,18 @@ class Settings(BaseSettings):
         body at most IMPORT_MAX_BYTES: the first must fit the second to import back."""
         if self.export_max_bytes > self.import_max_bytes:
             raise ValueError("EXPORT_MAX_BYTES must not exceed IMPORT_MAX_BYTES")
+        return self
+
+    @model_validator(mode="after")
+    def _a_message_fits_its_transcript(self) -> Settings:
+        """A request always carries at least one message, cut to its bound: that bound must
+        fit the budget of the whole transcript, or the budget would not hold."""
+        if self.summary_message_max_chars > self.summary_fold_max_chars:
+            raise ValueError("SUMMARY_MESSAGE_MAX_CHARS must not exceed SUMMARY_FOLD_MAX_CHARS")
+        if self.extract_message_max_chars > self.extract_transcript_max_chars:
+            raise ValueError(
+                "EXTRACT_MESSAGE_MAX_CHARS must not exceed EXTRACT_TRANSCRIPT_MAX_CHARS"
+            )
         return self
 
     @property

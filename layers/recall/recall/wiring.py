@@ -321,6 +321,8 @@ def _extractor() -> MemoryExtractor:
         settings.default_model_id,
         settings.model_max_tokens,
         settings.memory_value_max_chars,
+        transcript_max_chars=settings.extract_transcript_max_chars,
+        message_max_chars=settings.extract_message_max_chars,
     )
 
 
@@ -336,6 +338,8 @@ def _summarizer() -> Summarizer:
         settings.summary_max_chars,
         settings.summary_point_max_chars,
         settings.summary_max_tokens,
+        fold_max_chars=settings.summary_fold_max_chars,
+        message_max_chars=settings.summary_message_max_chars,
     )
 
 
@@ -370,6 +374,7 @@ def job_runner() -> JobRunner:
             conversation_store(),
             message_store(),
             _summarizer(),
+            job_queue(),
             JobSpend(usage_store()),
         ),
         consolidation_service(),

@@ -13,6 +13,7 @@ import pytest
 
 from recall.domain.memory import Category, Source
 from recall.domain.messages import Message
+from recall.domain.prompt import ModelReply, ModelRequest, ToolCall
 from recall.providers.bedrock import BedrockProvider
 from recall.services.extraction import RECORD_MEMORIES, ModelExtractor
 
@@ -91,7 +92,14 @@ def test_extraction_forces_its_tool_and_keeps_what_fits_the_schema(
         ),
         forced_request(),
     )
-    extractor = ModelExtractor(BedrockProvider(client), MODEL, 512, 500)
+    extractor = ModelExtractor(
+        BedrockProvider(client),
+        MODEL,
+        512,
+        500,
+        transcript_max_chars=100_000,
+        message_max_chars=8_000,
+    )
     # When
     [candidate] = extractor.propose(MESSAGES)
     # Then the well-formed entry is a candidate; the malformed one is dropped
@@ -105,4 +113,58 @@ def test_an_answer_outside_the_schema_proposes_nothing(client: Any, stubber: Stu
         tool_answer([{"key": "tone", "value": "warm", "category": "mood", "confidence": 2}]),
         forced_request(),
     )
-    assert ModelExtractor(BedrockProvider(client), MODEL, 512, 500).propose(MESSAGES) == []
+    assert (
+        ModelExtractor(
+            BedrockProvider(client),
+            MODEL,
+            512,
+            500,
+            transcript_max_chars=100_000,
+            message_max_chars=8_000,
+        ).propose(MESSAGES)
+        == []
+    )
+
+
+class Capture:
+    """A model that records what it was asked and proposes nothing."""
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        return ModelReply(
+            tool_calls=[ToolCall(id="t1", name=RECORD_MEMORIES, input={"entries": []})]
+        )
+
+
+def test_extraction_sends_the_newest_messages_that_fit_each_cut_to_its_bound() -> None:
+    # Given the last 20 messages of an imported thread, replies of 60,000 characters each
+    thread = [
+        Message(
+            message_id=f"01{n:02d}",
+            role="user" if n % 2 == 0 else "assistant",
+            content=f"Message {n} starts. " + "x " * 30_000 + f"Message {n} ends.",
+            created_at="t",
+        )
+        for n in range(20)
+    ]
+    model = Capture()
+    extractor = ModelExtractor(
+        model, MODEL, 512, 500, transcript_max_chars=30_000, message_max_chars=8_000
+    )
+
+    # When
+    extractor.propose(thread)
+
+    # Then the request stays within the transcript's budget, newest messages first to stay
+    (request,) = model.requests
+    (prompt,) = request.messages
+    assert len(prompt.text) <= 30_000 + len("<conversation>\n\n</conversation>")
+    assert "Message 19 starts." in prompt.text
+    assert prompt.text.endswith("Message 19 ends.\n</conversation>")
+    assert "Message 0 starts." not in prompt.text
+    # And each message is cut to its bound, keeping its start and its end
+    lines = prompt.text.splitlines()[1:-1]
+    assert all(len(line) <= 8_000 + len("assistant: ") for line in lines)

@@ -406,6 +406,7 @@ def test_summary_prompt_asks_for_the_structure_and_limit_with_only_the_new_messa
         summary,
         [*thread, sneaky, failed],
         MAX_CHARS,
+        message_max_chars=1_000,
         model_id=MODEL,
         max_tokens=700,
         temperature=0.0,

@@ -37,6 +37,7 @@ from recall.domain.memory import (
 from recall.domain.memory_proposals import for_this_conversation, propose_memories
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
+from recall.domain.transcript import clipped, newest_that_fit
 from recall.domain.usage import Counts
 from recall.errors import Forbidden, Invalid
 from recall.observability import logger, metrics
@@ -112,20 +113,36 @@ EXTRACTION_INSTRUCTIONS = (
 
 class ModelExtractor:
     """With a model: structured output forced through a tool schema, validated on return;
-    an answer that does not fit the schema proposes nothing."""
+    an answer that does not fit the schema proposes nothing. The model reads the newest
+    messages that fit ``transcript_max_chars``, each cut to ``message_max_chars``: a
+    request beyond its context is refused, on every retry alike."""
 
     def __init__(
-        self, provider: ModelProvider, model_id: str, max_tokens: int, value_max_chars: int
+        self,
+        provider: ModelProvider,
+        model_id: str,
+        max_tokens: int,
+        value_max_chars: int,
+        *,
+        transcript_max_chars: int,
+        message_max_chars: int,
     ) -> None:
         self._provider = provider
         self._model_id = model_id
         self._max_tokens = max_tokens
         self._value_max_chars = value_max_chars
+        self._transcript_max_chars = transcript_max_chars
+        self._message_max_chars = message_max_chars
 
     def propose(
         self, messages: list[Message], spent: Callable[[Counts], None] | None = None
     ) -> list[MemoryEntry]:
-        transcript = "\n".join(f"{m.role}: {' '.join(m.content.split())}" for m in messages)
+        lines = [
+            f"{m.role}: {' '.join(clipped(m.content, self._message_max_chars).split())}"
+            for m in messages
+        ]
+        newest = newest_that_fit(lines, self._transcript_max_chars)
+        transcript = "\n".join(lines[len(lines) - newest :])
         request = ModelRequest(
             model_id=self._model_id,
             system=[EXTRACTION_INSTRUCTIONS],

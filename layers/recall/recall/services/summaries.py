@@ -1,7 +1,12 @@
 """The rolling summary: messages that left a thread's window are folded into the summary
 kept on the conversation, which the next prompt carries as its "earlier turns" layer.
 What left is what lies before the window's start, which the thread keeps; clearing the
-context starts a new summary."""
+context starts a new summary.
+
+A model is sent no more of a thread than one request's budget holds, so a fold may cover
+only the oldest of what left; it is saved, and the job queues the thread's next fold, so
+a long imported thread is summarised one bounded request at a time and a failed request
+loses nothing folded before it."""
 
 from __future__ import annotations
 
@@ -14,12 +19,13 @@ from recall.domain.jobs import SummarizeJob
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelProvider
 from recall.domain.summary import RollingSummary, fold, summary_from_reply, uncovered
-from recall.domain.summary_prompt import summary_prompt
+from recall.domain.summary_prompt import summary_batch, summary_prompt
 from recall.domain.usage import Counts
 from recall.observability import logger
 from recall.services.usage import JobSpend
 from recall.settings import Settings
 from recall.store.conversations import ConversationStore
+from recall.store.jobs import JobQueue
 from recall.store.messages import MessageStore
 
 
@@ -30,7 +36,8 @@ class Summarizer(Protocol):
         leaving: list[Message],
         spent: Callable[[Counts], None] | None = None,
     ) -> RollingSummary:
-        """``spent`` hears what each model call cost."""
+        """The summary with the oldest of ``leaving`` folded in, all of them or as many as
+        one model request holds; ``spent`` hears what each model call cost."""
         ...
 
 
@@ -51,7 +58,10 @@ class ExtractiveSummarizer:
 
 
 class ModelSummarizer:
-    """With a model: it rewrites the summary, held to the same structure and bound."""
+    """With a model: it rewrites the summary, held to the same structure and bound. One
+    call folds the oldest messages that fit ``fold_max_chars``, each cut to
+    ``message_max_chars``: a model refuses a request beyond its context, and would refuse
+    it again on every retry."""
 
     def __init__(
         self,
@@ -60,12 +70,17 @@ class ModelSummarizer:
         max_chars: int,
         point_max_chars: int,
         max_tokens: int,
+        *,
+        fold_max_chars: int,
+        message_max_chars: int,
     ) -> None:
         self._provider = provider
         self._model_id = model_id
         self._max_chars = max_chars
         self._point_max_chars = point_max_chars
         self._max_tokens = max_tokens
+        self._fold_max_chars = fold_max_chars
+        self._message_max_chars = message_max_chars
 
     def fold(
         self,
@@ -73,12 +88,19 @@ class ModelSummarizer:
         leaving: list[Message],
         spent: Callable[[Counts], None] | None = None,
     ) -> RollingSummary:
-        if not uncovered(summary, leaving):
+        batch = summary_batch(
+            summary,
+            leaving,
+            fold_max_chars=self._fold_max_chars,
+            message_max_chars=self._message_max_chars,
+        )
+        if not batch:
             return summary
         request = summary_prompt(
             summary,
-            leaving,
+            batch,
             self._max_chars,
+            message_max_chars=self._message_max_chars,
             model_id=self._model_id,
             max_tokens=self._max_tokens,
             temperature=0.0,
@@ -87,7 +109,7 @@ class ModelSummarizer:
         if spent is not None:
             spent(Counts.of(reply.usage, self._model_id))
         return summary_from_reply(
-            reply, summary, leaving, self._max_chars, point_max_chars=self._point_max_chars
+            reply, summary, batch, self._max_chars, point_max_chars=self._point_max_chars
         )
 
 
@@ -104,17 +126,21 @@ class SummaryService:
         conversations: ConversationStore,
         messages: MessageStore,
         summarizer: Summarizer,
+        queue: JobQueue,
         spend: JobSpend | None = None,
     ) -> None:
         self._settings = settings
         self._conversations = conversations
         self._messages = messages
         self._summarizer = summarizer
+        self._queue = queue
         self._spend = spend
 
     def run(self, job: SummarizeJob, now: datetime) -> SummaryReport:
         """Fold what lies between the summary's end (or the clear-context marker) and the
-        window's first message; nothing when the window holds everything since."""
+        window's first message; nothing when the window holds everything since. A fold
+        that covered only part of it is saved first, then the same job is queued again for
+        the rest: each run makes at most one model call, so it fits a worker's time."""
         ids = (job.user_id, job.project_id, job.conversation_id)
         conversation = self._conversations.get(*ids)
         if conversation is None:
@@ -122,7 +148,7 @@ class SummaryService:
         if conversation.window_start is None:
             return SummaryReport(0, "no window to summarise up to")
         starts = [m for m in (conversation.summary_through, conversation.cleared_after) if m]
-        leaving = self._messages.between(
+        leaving, more = self._messages.between(
             *ids,
             max(starts) if starts else None,
             conversation.window_start,
@@ -140,8 +166,25 @@ class SummaryService:
             return SummaryReport(0, "nothing new left the window")
         if not self._conversations.save_summary(conversation, folded.text, folded.covers_through):
             return SummaryReport(0, "the summary or the context changed meanwhile")
+        through = folded.covers_through
+        covered = sum(message.message_id <= through for message in leaving)
+        rest = more or bool(uncovered(folded, leaving))
         logger.info(
             "summary folded",
-            extra={"conversation_id": job.conversation_id, "messages": len(leaving)},
+            extra={"conversation_id": job.conversation_id, "messages": covered, "rest": rest},
         )
-        return SummaryReport(len(leaving), "folded")
+        if rest:
+            return SummaryReport(covered, self._continue(job))
+        return SummaryReport(covered, "folded")
+
+    def _continue(self, job: SummarizeJob) -> str:
+        """Queue the thread's next fold. Best effort, as a turn's follow-ups are: what is
+        folded is saved, and the next turn whose window moves queues the job again."""
+        try:
+            self._queue.send([job])
+        except Exception:
+            logger.exception(
+                "summary continuation not queued", extra={"conversation_id": job.conversation_id}
+            )
+            return "folded part, the rest left for the next job"
+        return "folded part, the rest queued"

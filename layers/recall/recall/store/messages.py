@@ -139,9 +139,10 @@ class MessageStore:
         after: str | None,
         before: str,
         limit: int,
-    ) -> list[Message]:
+    ) -> tuple[list[Message], bool]:
         """Up to ``limit`` messages strictly after ``after`` and before ``before``, oldest
-        first: what left a window that now starts at ``before``."""
+        first: what left a window that now starts at ``before``; and whether more may
+        follow them, when the query stopped at its limit or at DynamoDB's 1 MB page."""
         condition = "#thread = :thread AND #id < :before"
         values: dict[str, Any] = {
             ":thread": to_value(thread_key(user_id, project_id, conversation_id)),
@@ -159,7 +160,8 @@ class MessageStore:
             ConsistentRead=True,
         )
         found = [message_from(item) for item in result["Items"]]
-        return [m for m in found if m.message_id not in (after, before)][:limit]
+        between = [m for m in found if m.message_id not in (after, before)]
+        return between[:limit], len(between) > limit or "LastEvaluatedKey" in result
 
     def every(self, user_id: str, project_id: str, conversation_id: str) -> Iterator[Message]:
         """Every message of a thread, oldest first, a page at a time: what an export reads."""
