@@ -1,5 +1,7 @@
 """Memory jobs from the SQS queue: each record is one job, run on its own, so one that fails
-is retried (and, after its retries, dead-lettered) without running the others again."""
+is retried (and, after its retries, dead-lettered) without running the others again. A job
+starts only while the invocation has time left for one more; the others go back to the
+queue (``JobBatch``)."""
 
 from __future__ import annotations
 
@@ -14,21 +16,25 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.domain.jobs import job_of
 from recall.observability import logger, metrics, tracer
-from recall.wiring import job_runner
+from recall.wiring import job_batch
 
 processor = BatchProcessor(event_type=EventType.SQS)
-
-
-def run_job(record: SQSRecord) -> None:
-    job_runner().run(job_of(record.body))
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return process_partial_response(
+    batch = job_batch(lambda: context.get_remaining_time_in_millis() / 1000)
+
+    def run_job(record: SQSRecord) -> None:
+        batch.run(record.message_id, record.body)
+
+    response = process_partial_response(
         event=event, record_handler=run_job, processor=processor, context=context
     )
+    response["batchItemFailures"] += [
+        {"itemIdentifier": record_id} for record_id in batch.hand_back()
+    ]
+    return response

@@ -121,6 +121,12 @@ class Settings(BaseSettings):
     summary_point_max_chars: int = 300
     summary_max_tokens: int = 800
     summary_fold_max_messages: int = 200
+    # A worker starts a batch's next job only with at least this many seconds of its
+    # invocation left: one job's worst case, its one model call through every attempt
+    # (MODEL_MAX_ATTEMPTS x MODEL_READ_TIMEOUT_SECONDS). The jobs not started go back to the
+    # queue as new messages. The first job always starts: the worker's Timeout (120 s)
+    # exceeds this reserve.
+    worker_job_reserve_seconds: int = 100
     # What one summary request shows the model: each message's text cut to
     # SUMMARY_MESSAGE_MAX_CHARS (its start and its end), and the oldest messages that fit in
     # SUMMARY_FOLD_MAX_CHARS, about 25,000 tokens of English, well inside a 200k-token

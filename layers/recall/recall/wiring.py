@@ -4,6 +4,7 @@ only what its routes use (a shorter cold start)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from recall.services.data import DataService
     from recall.services.erasure import ErasureService
     from recall.services.extraction import MemoryExtractor
-    from recall.services.jobs import JobRunner
+    from recall.services.jobs import JobBatch, JobRunner
     from recall.services.maintenance import Maintenance
     from recall.services.memories import MemoryService
     from recall.services.presets import PresetService
@@ -380,6 +381,15 @@ def job_runner() -> JobRunner:
         consolidation_service(),
         erasure_service(),
         data_service(),
+    )
+
+
+def job_batch(seconds_left: Callable[[], float]) -> JobBatch:
+    """One worker invocation's batch, timed by that invocation's clock."""
+    from recall.services.jobs import JobBatch
+
+    return JobBatch(
+        job_runner(), job_queue(), get_settings().worker_job_reserve_seconds, seconds_left
     )
 
 
