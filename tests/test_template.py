@@ -219,3 +219,69 @@ def test_listing_the_exports_bucket_is_granted_under_its_exports_prefix_only() -
     assert listing
     for statement in listing:
         assert statement["Condition"] == {"StringLike": {"s3:prefix": "exports/*"}}
+
+
+def _alarms_on(namespace: str, metric: str) -> dict[str, dict[str, Any]]:
+    """The template's alarms on ``metric``, by the one dimension each watches."""
+    found = {}
+    for name, alarm in template.resources("AWS::CloudWatch::Alarm").items():
+        properties = alarm["Properties"]
+        if (properties["Namespace"], properties["MetricName"]) == (namespace, metric):
+            (dimension,) = properties["Dimensions"]
+            found[json.dumps(dimension["Value"], sort_keys=True)] = {"name": name, **properties}
+    return found
+
+
+def test_a_failed_scheduled_run_raises_an_alarm_on_the_alarm_topic() -> None:
+    # Given the maintenance function's schedules, its errors alarm and the queue depth alarms
+    maintenance = template.resources("AWS::Serverless::Function")["MaintenanceFunction"]
+    schedules = [
+        event["Properties"]
+        for event in maintenance["Properties"]["Events"].values()
+        if event["Type"] == "ScheduleV2"
+    ]
+    errors = _alarms_on("AWS/Lambda", "Errors")
+    depths = _alarms_on("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    # Then a run that raises (Scheduler invokes asynchronously, so Lambda retries it) is
+    # counted by an alarm on the function's errors
+    errors_alarm = errors[json.dumps({"Ref": "MaintenanceFunction"})]
+    assert errors_alarm["Statistic"] == "Sum"
+    assert (errors_alarm["ComparisonOperator"], errors_alarm["Threshold"]) == (
+        "GreaterThanThreshold",
+        0,
+    )
+    # And an invocation a schedule could not deliver after its retries is dead-lettered
+    # into a queue whose depth has an alarm
+    assert len(schedules) == 3
+    for schedule in schedules:
+        assert schedule["RetryPolicy"] == {"MaximumRetryAttempts": 2}
+        assert schedule["DeadLetterConfig"] == {
+            "Arn": {"Fn::GetAtt": ["MaintenanceDeadLetterQueue", "Arn"]}
+        }
+    assert json.dumps({"Fn::GetAtt": ["MaintenanceDeadLetterQueue", "QueueName"]}) in depths
+    # And every alarm notifies the alarm topic when one is given
+    for alarm in template.resources("AWS::CloudWatch::Alarm").values():
+        assert alarm["Properties"]["AlarmActions"] == {
+            "Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]
+        }
+
+
+def test_every_dead_letter_queue_has_a_depth_alarm() -> None:
+    # Given every queue a redrive policy or a schedule's DeadLetterConfig names
+    queues = template.resources("AWS::SQS::Queue")
+    dead_letter = {
+        queue["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+        for queue in queues.values()
+        if "RedrivePolicy" in queue["Properties"]
+    } | {
+        event["Properties"]["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0]
+        for function in template.resources("AWS::Serverless::Function").values()
+        for event in function["Properties"].get("Events", {}).values()
+        if "DeadLetterConfig" in event["Properties"]
+    }
+    # When
+    depths = _alarms_on("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    # Then
+    assert dead_letter == {"MemoryJobsDeadLetterQueue", "MaintenanceDeadLetterQueue"}
+    for queue in dead_letter:
+        assert json.dumps({"Fn::GetAtt": [queue, "QueueName"]}) in depths, queue

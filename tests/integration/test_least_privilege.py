@@ -1,8 +1,9 @@
 """Each function's IAM policy in ``template.yaml`` grants what its code asks AWS for, and
 no more. What the code asks for is observed, not read: every sample event in ``events/``,
-chat turns that call the memory tools (one through Bedrock), and the jobs those turns
-queue run through the real handlers, while a botocore ``before-call`` hook records each
-request (service, operation, table, index or queue) under the function being invoked.
+chat turns that call the memory tools (one through Bedrock, one through Bedrock on the
+JSON reply protocol), and the jobs those turns queue run through the real handlers, while
+a botocore ``before-call`` hook records each request (service, operation, table, index or
+queue) under the function being invoked.
 Each request becomes the IAM actions AWS checks for it (a transaction needs the item-level
 action of every item), and each action must be allowed on its resource by the function's
 own statements."""
@@ -32,6 +33,7 @@ from recall.api.stream import Connection
 from recall.domain import clock
 from recall.domain.prompt import ModelProvider, ModelReply, ModelRequest
 from recall.providers.bedrock import BedrockProvider
+from recall.providers.json_protocol import JsonProtocolProvider
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
 from recall.store.exports import s3_client
@@ -66,6 +68,9 @@ NOT_REACHED_HERE = {
         "Powertools drops an idempotency record when the turn raises"
     ),
     ("WsStreamFunction", "bedrock:InvokeModelWithResponseStream", _PROFILES): (
+        "model ids that name an inference profile (us.…, eu.…) are called through it"
+    ),
+    ("WsStreamFunction", "bedrock:InvokeModel", _PROFILES): (
         "model ids that name an inference profile (us.…, eu.…) are called through it"
     ),
     ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}SessionsTable"): (
@@ -387,22 +392,37 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
     persistence_layer.cache_clear()
 
 
+def _converse_reply(text: str) -> dict[str, Any]:
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 10, "outputTokens": 2, "totalTokens": 12},
+        "metrics": {"latencyMs": 5},
+    }
+
+
+# What a model on the JSON reply protocol answers: its reply and a memory update.
+ENVELOPE = json.dumps(
+    {
+        "reply": "Noted.",
+        "updates": {"remember": {"key": "tone", "value": "Keep it brief.", "category": "brand"}},
+    }
+)
+
+
 @pytest.fixture
 def bedrock(recorder: Recorder) -> Iterator[BedrockProvider]:
-    """Bedrock as a chat model, answering from a stub: one text reply, then one streamed
-    reply. Made after the recorder, so its client carries the hook."""
+    """Bedrock as a chat model, answering from a stub in the order ``turns`` asks it, over
+    HTTP then streamed: a native text reply and a JSON-protocol envelope, then a streamed
+    native reply and the envelope again (the JSON protocol asks through Converse even when
+    streamed, since the memory tools are offered). Made after the recorder, so its client
+    carries the hook."""
     client = boto3.client("bedrock-runtime", region_name=REGION)
     stub = Stubber(client)
-    stub.add_response(
-        "converse",
-        {
-            "output": {"message": {"role": "assistant", "content": [{"text": "Noted."}]}},
-            "stopReason": "end_turn",
-            "usage": {"inputTokens": 10, "outputTokens": 2, "totalTokens": 12},
-            "metrics": {"latencyMs": 5},
-        },
-    )
+    stub.add_response("converse", _converse_reply("Noted."))
+    stub.add_response("converse", _converse_reply(ENVELOPE))
     stub.add_response("converse_stream", {"stream": {"messageStart": {"role": "assistant"}}})
+    stub.add_response("converse", _converse_reply(ENVELOPE))
 
     def streamed(parsed: dict[str, Any], **_: Any) -> None:
         parsed["stream"] = iter(
@@ -416,6 +436,7 @@ def bedrock(recorder: Recorder) -> Iterator[BedrockProvider]:
     with stub:
         yield BedrockProvider(client=client)
     model_choice().use(None)
+    stub.assert_no_pending_responses()
 
 
 class AnsweredLinks:
@@ -550,8 +571,8 @@ class RivalWriteFirst:
 def turns(recorder: Recorder, bedrock: BedrockProvider, say: Callable[..., Any]) -> tuple[str, str]:
     """Turns that save and forget memory (one idempotent, one on ``latest``, one on a
     thread grown past its window, one that meets its entries changed meanwhile, one through
-    Bedrock, one whose new thread is gone before it saves); the project and thread they ran
-    on."""
+    Bedrock, one through Bedrock on the JSON reply protocol, one whose new thread is gone
+    before it saves); the project and thread they ran on."""
     project = seed_demo().project_id
     thread = say(project, "Always keep the header dark.")["conversation"]["id"]
     for _ in range(2):  # the retry is answered from the idempotency record
@@ -563,6 +584,8 @@ def turns(recorder: Recorder, bedrock: BedrockProvider, say: Callable[..., Any])
     say(project, "I prefer short answers, always.", thread)
     model_choice().use(bedrock)
     say(project, "What colour is the header?", thread)
+    model_choice().use(JsonProtocolProvider(bedrock))  # as for a JSON_PROTOCOL_MODEL_PREFIXES id
+    say(project, "Keep it brief.", thread)
     model_choice().use(None)
     model_choice().use(ThreadGoneMeanwhile(recorder, project, model_choice()("offline")))
     say(project, "Plan the autumn sale.", refused=True)

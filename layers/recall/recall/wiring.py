@@ -44,12 +44,16 @@ if TYPE_CHECKING:
 
 
 class ModelChoice:
-    """Which provider answers a model id: the settings' provider, through the JSON reply
-    protocol for models without native tool calling. ``use`` puts another provider in
-    front of both, for tests and local tools."""
+    """Which provider answers a model id: the settings' provider (``native``, made when
+    first asked), through the JSON reply protocol for models without native tool calling.
+    ``use`` puts another provider in front of both for chat turns, for tests and local
+    tools."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, native: Callable[[], ModelProvider] | None = None
+    ) -> None:
         self._settings = settings
+        self._native = native or _native_provider
         self._chosen: ModelProvider | None = None
 
     def use(self, provider: ModelProvider | None) -> None:
@@ -59,9 +63,17 @@ class ModelChoice:
     def __call__(self, model_id: str) -> ModelProvider:
         if self._chosen is not None:
             return self._chosen
+        return self.configured(model_id)
+
+    def configured(self, model_id: str) -> ModelProvider:
+        """The settings' provider for ``model_id``, whatever ``use`` put in front: a
+        background job asks its model what that model accepts, as a turn does."""
+        from recall.providers import JsonProtocolProvider
+
+        native = self._native()
         if model_id.startswith(self._settings.json_protocol_model_prefixes):
-            return _json_protocol_provider()
-        return _native_provider()
+            return JsonProtocolProvider(native)
+        return native
 
 
 @lru_cache(maxsize=1)
@@ -77,13 +89,6 @@ def _native_provider() -> ModelProvider:
         cache_model_prefixes=settings.prompt_cache_model_prefixes,
         offline_chunk_seconds=settings.offline_stream_chunk_seconds,
     )
-
-
-@lru_cache(maxsize=1)
-def _json_protocol_provider() -> ModelProvider:
-    from recall.providers import JsonProtocolProvider
-
-    return JsonProtocolProvider(_native_provider())
 
 
 @lru_cache(maxsize=1)
@@ -311,14 +316,15 @@ def job_queue() -> JobQueue:
     return JobQueue(get_settings())
 
 
-def _extractor() -> MemoryExtractor:
+def memory_extractor(settings: Settings, models: ModelChoice) -> MemoryExtractor:
+    """The extraction job's extractor: the default model through the provider it takes
+    (the JSON protocol for a model that cannot be made to call a tool), or rules offline."""
     from recall.services.extraction import ModelExtractor, RuleExtractor
 
-    settings = get_settings()
     if settings.model_provider == "offline":
         return RuleExtractor()
     return ModelExtractor(
-        _native_provider(),
+        models.configured(settings.default_model_id),
         settings.default_model_id,
         settings.model_max_tokens,
         settings.memory_value_max_chars,
@@ -327,14 +333,15 @@ def _extractor() -> MemoryExtractor:
     )
 
 
-def _summarizer() -> Summarizer:
+def summarizer(settings: Settings, models: ModelChoice) -> Summarizer:
+    """The summary job's summariser: the default model through the provider it takes, or
+    the extractive fold offline."""
     from recall.services.summaries import ExtractiveSummarizer, ModelSummarizer
 
-    settings = get_settings()
     if settings.model_provider == "offline":
         return ExtractiveSummarizer(settings.summary_max_chars, settings.summary_point_max_chars)
     return ModelSummarizer(
-        _native_provider(),
+        models.configured(settings.default_model_id),
         settings.default_model_id,
         settings.summary_max_chars,
         settings.summary_point_max_chars,
@@ -366,7 +373,7 @@ def job_runner() -> JobRunner:
             message_store(),
             memory_store(),
             memory_upkeep(),
-            _extractor(),
+            memory_extractor(settings, model_choice()),
             project_store(),
             JobSpend(usage_store()),
         ),
@@ -374,7 +381,7 @@ def job_runner() -> JobRunner:
             settings,
             conversation_store(),
             message_store(),
-            _summarizer(),
+            summarizer(settings, model_choice()),
             job_queue(),
             JobSpend(usage_store()),
         ),

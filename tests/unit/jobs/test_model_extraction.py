@@ -1,10 +1,13 @@
 """Extraction and summaries through Bedrock: the request forces the tool whose schema the
 answer must fit, under botocore's Stubber (which checks it against the real service
-model), and an answer that does not fit proposes nothing."""
+model), and an answer that does not fit proposes nothing. A default model without tool
+use (``JSON_PROTOCOL_MODEL_PREFIXES``) is asked for the tool's input as JSON instead:
+Bedrock rejects a forced tool choice from it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+import json
 from typing import Any
 
 import boto3
@@ -14,10 +17,14 @@ import pytest
 from recall.domain.memory import Category, Source
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelReply, ModelRequest, ToolCall
+from recall.domain.summary import RollingSummary
 from recall.providers.bedrock import BedrockProvider
 from recall.services.extraction import RECORD_MEMORIES, ModelExtractor
+from recall.settings import Settings
+from recall.wiring import ModelChoice, memory_extractor, summarizer
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
+LLAMA = "us.meta.llama3-3-70b-instruct-v1:0"
 MESSAGES = [
     Message(message_id="01A", role="user", content="Always keep the header dark.", created_at="t"),
     Message(message_id="01B", role="assistant", content="Noted.", created_at="t"),
@@ -60,9 +67,18 @@ def tool_answer(entries: Any) -> dict[str, Any]:
     }
 
 
-def forced_request() -> dict[str, Any]:
+def text_answer(text: str) -> dict[str, Any]:
     return {
-        "modelId": MODEL,
+        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 50, "outputTokens": 20, "totalTokens": 70},
+        "metrics": {"latencyMs": 100},
+    }
+
+
+def forced_request(model_id: str = MODEL) -> dict[str, Any]:
+    return {
+        "modelId": model_id,
         "system": ANY,
         "messages": ANY,
         "inferenceConfig": ANY,
@@ -168,3 +184,56 @@ def test_extraction_sends_the_newest_messages_that_fit_each_cut_to_its_bound() -
     # And each message is cut to its bound, keeping its start and its end
     lines = prompt.text.splitlines()[1:-1]
     assert all(len(line) <= 8_000 + len("assistant: ") for line in lines)
+
+
+def plain_request(model_id: str) -> dict[str, Any]:
+    """A Converse request with no tools at all, so no tool choice."""
+    return {"modelId": model_id, "system": ANY, "messages": ANY, "inferenceConfig": ANY}
+
+
+def job_settings(client: Any, model_id: str) -> tuple[Settings, ModelChoice]:
+    """The jobs' settings with ``model_id`` as the default model, and the model choice the
+    worker wires them with, over the stubbed client."""
+    settings = Settings(model_provider="bedrock", bedrock_model_id=model_id)
+    return settings, ModelChoice(settings, lambda: BedrockProvider(client))
+
+
+def test_extraction_on_a_json_protocol_model_asks_for_json_with_no_tool_choice(
+    client: Any, stubber: Stubber
+) -> None:
+    # Given a default model without tool use, which answers the tool's input as JSON
+    entry = {"key": "header_dark", "value": "Keep the header dark", "category": "brand"}
+    stubber.add_response(
+        "converse",
+        text_answer(json.dumps({"entries": [{**entry, "confidence": 0.8}]})),
+        plain_request(LLAMA),
+    )
+    settings, models = job_settings(client, LLAMA)
+    # When the extraction job's extractor runs
+    [candidate] = memory_extractor(settings, models).propose(MESSAGES)
+    # Then the request had no toolConfig (the Stubber checks every parameter), and the
+    # JSON became the candidate
+    assert (candidate.key, candidate.category) == ("header_dark", Category.BRAND)
+
+
+def test_extraction_on_claude_through_the_job_wiring_still_forces_its_tool(
+    client: Any, stubber: Stubber
+) -> None:
+    stubber.add_response("converse", tool_answer([]), forced_request())
+    settings, models = job_settings(client, MODEL)
+
+    assert memory_extractor(settings, models).propose(MESSAGES) == []
+
+
+def test_the_summary_on_a_json_protocol_model_asks_for_plain_text(
+    client: Any, stubber: Stubber
+) -> None:
+    # Given a default model without tool use
+    stubber.add_response(
+        "converse", text_answer("Facts:\n- the header is dark"), plain_request(LLAMA)
+    )
+    settings, models = job_settings(client, LLAMA)
+    # When the summary job folds the messages leaving the window
+    folded = summarizer(settings, models).fold(RollingSummary(), MESSAGES)
+    # Then the request offered no tools, and the answer is the summary
+    assert "the header is dark" in folded.text

@@ -7,12 +7,14 @@ import json
 import pytest
 
 from recall.domain.prompt import (
+    ModelRejected,
     ModelReply,
     ModelRequest,
     PromptMessage,
     StopReason,
     ToolCall,
     ToolResult,
+    ToolSpec,
     Usage,
 )
 from recall.domain.tools import FORGET_PREFERENCE, MEMORY_TOOLS, SAVE_PREFERENCE
@@ -210,6 +212,52 @@ def test_without_memory_tools_the_inner_text_passes_through_untouched() -> None:
     assert inner.requests[0].system == ["Be helpful."]
     assert reply.text == '{"reply": "not unwrapped"}'
     assert reply.stop_reason == "max_tokens"
+
+
+RECORD = ToolSpec(
+    name="record_facts",
+    description="Record the facts",
+    input_schema={"type": "object", "properties": {"facts": {"type": "array"}}},
+)
+
+
+def forcing(tool: str = RECORD.name) -> ModelRequest:
+    """A request that must end in one call of ``tool`` (structured output)."""
+    return turn().model_copy(update={"tools": [RECORD], "tool_choice": tool})
+
+
+def test_a_forced_tool_is_asked_for_as_its_json_input_and_comes_back_as_its_call() -> None:
+    # Given a model that answers the object in a fenced block
+    inner = ScriptedModel('Here it is:\n```json\n{"facts": ["the header is dark"]}\n```')
+
+    # When a request forces a tool on it
+    reply = JsonProtocolProvider(inner).converse(forcing())
+
+    # Then the model was asked for the tool's input as JSON, with no tool to choose
+    (sent,) = inner.requests
+    assert (sent.tools, sent.tool_choice) == ([], None)
+    assert sent.system[0] == "Be helpful."
+    assert "record_facts" in sent.system[1]
+    assert json.dumps(RECORD.input_schema) in sent.system[1]
+    # And the object is the forced tool's call
+    (call,) = reply.tool_calls
+    assert (call.name, call.input) == ("record_facts", {"facts": ["the header is dark"]})
+    assert (reply.text, reply.stop_reason) == ("", "end_turn")
+    assert reply.usage == Usage(input_tokens=7, output_tokens=3)
+
+
+def test_a_forced_tool_answered_without_json_is_the_text_alone() -> None:
+    reply = JsonProtocolProvider(ScriptedModel("No facts here.")).converse(forcing())
+
+    assert (reply.text, reply.tool_calls) == ("No facts here.", [])
+
+
+def test_a_forced_tool_the_request_does_not_offer_is_rejected_before_any_call() -> None:
+    inner = ScriptedModel("{}")
+
+    with pytest.raises(ModelRejected, match="record_other"):
+        JsonProtocolProvider(inner).converse(forcing("record_other"))
+    assert inner.requests == []
 
 
 def test_offline_model_behind_the_protocol_answers_in_plain_text() -> None:

@@ -5,6 +5,11 @@ updates; those updates come back as the same `save_preference` / `forget_prefere
 calls a native model would make, so the chat service runs them unchanged. The updates
 arrive with the reply itself, so the turn always ends there (`end_turn`).
 
+A request that forces a tool (structured output, as extraction asks for) cannot force
+one on such a model: Bedrock takes a specific tool choice only from models with tool use.
+The model is asked instead for one JSON object that is that tool's input, and the object
+comes back as the call a native model would have made.
+
 Streamed, the raw JSON never reaches the client: with the memory tools offered the reply
 text is known only once the envelope parses, so it is handed over whole then; without
 them the inner model's text is the reply and streams through as it is written.
@@ -12,6 +17,7 @@ them the inner model's text is the reply and streams through as it is written.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 import hashlib
 import json
 import re
@@ -19,6 +25,7 @@ from typing import Any, Final
 
 from recall.domain.prompt import (
     ModelProvider,
+    ModelRejected,
     ModelReply,
     ModelRequest,
     PromptMessage,
@@ -26,6 +33,7 @@ from recall.domain.prompt import (
     StreamingProvider,
     TextSink,
     ToolCall,
+    ToolSpec,
 )
 from recall.domain.tools import (
     DEFAULT_SCOPE,
@@ -52,6 +60,11 @@ REPLY_FORMAT: Final = (
     f'"thread" only for rules meant for this conversation alone, else "{DEFAULT_SCOPE}".'
 )
 
+TOOL_FORMAT: Final = (
+    "Answer with exactly one JSON object and nothing else: the input of {name} "
+    "({description}), as this JSON Schema describes it:\n{schema}"
+)
+
 _KEY: Final = re.compile(KEY_PATTERN)
 _FENCED: Final = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
@@ -66,8 +79,11 @@ class JsonProtocolProvider:
         """Ask the inner model for a JSON reply and turn its updates into tool calls.
 
         Only the two memory tools have a JSON form; without them the request goes to the
-        inner model as plain conversation and its text comes back untouched.
+        inner model as plain conversation and its text comes back untouched. A forced tool
+        is asked for as its JSON input instead.
         """
+        if request.tool_choice is not None:
+            return self._forced(request)
         offered = _offered(request)
         return self._reply(offered, self.inner.converse(self._inner_request(request, offered)))
 
@@ -75,13 +91,44 @@ class JsonProtocolProvider:
         """``converse``, with the reply text handed to ``on_text``: whole once the envelope
         parses, or as the inner model writes it when there is no envelope to parse."""
         offered = _offered(request)
-        inner_request = self._inner_request(request, offered)
-        if not offered and isinstance(self.inner, StreamingProvider):
+        streams = request.tool_choice is None and not offered
+        if streams and isinstance(self.inner, StreamingProvider):
+            inner_request = self._inner_request(request, offered)
             return self._reply(offered, self.inner.converse_stream(inner_request, on_text))
-        reply = self._reply(offered, self.inner.converse(inner_request))
+        reply = self.converse(request)
         if reply.text:
             on_text(reply.text)
         return reply
+
+    def _forced(self, request: ModelRequest) -> ModelReply:
+        """The forced tool's call, made of the one JSON object the model answers; an answer
+        with none is its text alone, as a native model that ignored the tool would give."""
+        tool = next((tool for tool in request.tools if tool.name == request.tool_choice), None)
+        if tool is None:
+            raise ModelRejected(
+                f"Model {request.model_id} must call {request.tool_choice!r}, "
+                "which the request does not offer"
+            )
+        reply = self.inner.converse(
+            request.model_copy(
+                update={
+                    "system": [*request.system, _tool_format(tool)],
+                    "messages": [_as_plain_text(message) for message in request.messages],
+                    "tools": [],
+                    "tool_choice": None,
+                }
+            )
+        )
+        stop_reason = _ended(reply.stop_reason)
+        arguments = next(_objects(reply.text), None)
+        if arguments is None:
+            return ModelReply(text=reply.text, usage=reply.usage, stop_reason=stop_reason)
+        digest = hashlib.sha256(reply.text.encode()).hexdigest()
+        return ModelReply(
+            tool_calls=[ToolCall(id=f"json-{digest[:12]}", name=tool.name, input=arguments)],
+            usage=reply.usage,
+            stop_reason=stop_reason,
+        )
 
     @staticmethod
     def _inner_request(request: ModelRequest, offered: set[str]) -> ModelRequest:
@@ -96,9 +143,7 @@ class JsonProtocolProvider:
 
     @staticmethod
     def _reply(offered: set[str], reply: ModelReply) -> ModelReply:
-        stop_reason: StopReason = (
-            "end_turn" if reply.stop_reason == "tool_use" else reply.stop_reason
-        )
+        stop_reason = _ended(reply.stop_reason)
         envelope = parse_envelope(reply.text) if offered else None
         if envelope is None:
             return ModelReply(text=reply.text, usage=reply.usage, stop_reason=stop_reason)
@@ -119,25 +164,41 @@ def _offered(request: ModelRequest) -> set[str]:
     return {tool.name for tool in request.tools} & {SAVE_PREFERENCE, FORGET_PREFERENCE}
 
 
+def _ended(stop_reason: StopReason) -> StopReason:
+    """What the model's calls arrive with is all it does: the answer ends there."""
+    return "end_turn" if stop_reason == "tool_use" else stop_reason
+
+
+def _tool_format(tool: ToolSpec) -> str:
+    return TOOL_FORMAT.format(
+        name=tool.name, description=tool.description, schema=json.dumps(tool.input_schema)
+    )
+
+
 def parse_envelope(text: str) -> dict[str, Any] | None:
     """The protocol object in a reply: bare, fenced, or wrapped in prose; else None."""
+    return next((value for value in _objects(text) if _is_envelope(value)), None)
+
+
+def _objects(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects a reply holds, likeliest first: the whole reply, fenced blocks,
+    then each object found in prose."""
     candidates = [text.strip(), *(block.strip() for block in _FENCED.findall(text))]
     for candidate in candidates:
         try:
             value = json.loads(candidate)
         except ValueError:
             continue
-        if _is_envelope(value):
-            return dict(value)
+        if isinstance(value, dict):
+            yield dict(value)
     decoder = json.JSONDecoder()
     for start in (index for index, char in enumerate(text) if char == "{"):
         try:
             value, _ = decoder.raw_decode(text, start)
         except ValueError:
             continue
-        if _is_envelope(value):
-            return dict(value)
-    return None
+        if isinstance(value, dict):
+            yield dict(value)
 
 
 def tool_calls(updates: Any, seed: str) -> list[ToolCall]:
