@@ -137,6 +137,7 @@ def _seed_member(
     member = Member(
         project_id=project_id, user_id=user_id, role=role, added_at=clock.stamp(clock.now())
     )
+    projects.members_counted(project_id)  # kept from here on, in a project made before
     with contextlib.suppress(Conflict):  # another seeding added them meanwhile
         projects.change_member(
             member,

@@ -68,8 +68,8 @@ def test_project_and_member_items_keep_their_attribute_names(alice: Api) -> None
     assert set(project_item) == {
         *("projectId", "sk", "name", "context", "ownerCount"),
         *("createdBy", "createdAt", "updatedAt"),
-        # the project's default thread settings, and how many presets it has
-        *("settings", "presetCount"),
+        # the project's default thread settings, how many presets and members it has
+        *("settings", "presetCount", "memberCount"),
     }
     assert project_item["context"] == context and project_item["ownerCount"] == 1
     assert set(member_item) == {"projectId", "sk", "memberId", "role", "addedAt"}

@@ -30,6 +30,13 @@ class Settings(BaseSettings):
     project_context_max_attributes: int = 20
     project_context_value_max_chars: int = 500
     projects_page_max: int = 100
+    # Members of one project, owners included: GET …/members and an owner's GET …/usage
+    # answer every one of them at once, and Lambda answers at most 6 MB (6,291,456 bytes).
+    # The worst member, an id of 1,016 bytes of control characters (each one \u0001 in
+    # the body, escaped once more in Lambda's payload: 7 bytes), with the highest budget
+    # and a usage row of 16-digit numbers and every model, is about 7.7 KB of an owner's
+    # usage answer: 500 of them are 3.8 MB, 61% of it (test_members_cap.py measures it).
+    members_max: int = 500
 
     # Usage and budgets: counters are kept this long after their day or month ends. The
     # highest budget an owner may set, per limit (tokens or turns).

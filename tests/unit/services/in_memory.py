@@ -150,6 +150,11 @@ class InMemoryProjects:
             if pid == project_id
         ]
 
+    def members_counted(self, project_id: str) -> int:
+        if project_id not in self.projects:
+            raise NotFound("No such project.")
+        return sum(1 for pid, _ in self.roles if pid == project_id)
+
     def change_member(
         self,
         member: Member,

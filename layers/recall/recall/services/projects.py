@@ -125,6 +125,8 @@ class ProjectService:
             )
             self._still_owner_if_self(user_id, member_id, before)
             self._guard_last_owner(project_id, owner_delta(before, role))
+            if held is None:
+                self._guard_members_max(project_id)
             try:
                 self._projects.change_member(
                     member,
@@ -155,6 +157,8 @@ class ProjectService:
                 raise NotFound("That user is not a member of this project.")
             self._still_owner_if_self(user_id, member_id, before)
             self._guard_last_owner(project_id, owner_delta(before, None))
+            # The removal moves the member count, which must be kept from here on.
+            self._projects.members_counted(project_id)
             member = Member(project_id=project_id, user_id=member_id, role=before, added_at="")
             try:
                 self._projects.change_member(
@@ -178,6 +182,15 @@ class ProjectService:
         retry, so one demoted or removed meanwhile stops here (the write checks it too)."""
         if member_id == user_id and before not in MANAGERS:
             raise Forbidden(ROLE_LOST)
+
+    def _guard_members_max(self, project_id: str) -> None:
+        """A full project refuses a new member in words; the add's own transaction holds
+        the count below MEMBERS_MAX, so one racing past this read is refused there."""
+        limit = self._settings.members_max
+        if self._projects.members_counted(project_id) >= limit:
+            raise Conflict(
+                f"A project has at most {limit:,} members; remove one before adding another."
+            )
 
     def _guard_last_owner(self, project_id: str, delta: int) -> None:
         if delta >= 0:

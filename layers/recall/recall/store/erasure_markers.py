@@ -46,8 +46,10 @@ class ErasureMarkers:
         self, project_id: str, user_id: str, role: Role, owner_delta: int
     ) -> None:
         """In one transaction: the member item (still ``role``) gives way to its erasure
-        marker, and the owner count moves by ``owner_delta`` without reaching zero, so the
-        last owner is refused (Conflict) and a turn racing this finds no role."""
+        marker, the member count drops by one and the owner count moves by ``owner_delta``
+        without reaching zero, so the last owner is refused (Conflict) and a turn racing
+        this finds no role."""
+        self._projects.members_counted(project_id)
         try:
             self._client.transact_write_items(
                 TransactItems=[
@@ -65,15 +67,20 @@ class ErasureMarkers:
                         "Update": {
                             "TableName": self._table,
                             "Key": project_key(project_id),
-                            "UpdateExpression": "ADD #owners :delta",
-                            "ConditionExpression": "attribute_exists(#pk) AND #owners >= :least",
+                            "UpdateExpression": "ADD #owners :delta, #members :leaves",
+                            "ConditionExpression": (
+                                "attribute_exists(#pk) AND #owners >= :least"
+                                " AND attribute_exists(#members)"
+                            ),
                             "ExpressionAttributeNames": {
                                 "#owners": "ownerCount",
+                                "#members": "memberCount",
                                 "#pk": "projectId",
                             },
                             "ExpressionAttributeValues": {
                                 ":delta": to_value(owner_delta),
                                 ":least": to_value(1 - owner_delta),
+                                ":leaves": to_value(-1),
                             },
                         }
                     },

@@ -3,7 +3,9 @@
 
 Its keys are known here alone; ``store/erasure_markers.py`` writes an erasure's markers
 (``ERASING#<userId>``, ``erasing`` on the project item) with them. ``FORMER#<userId>`` is
-a member an owner removed, whose data waits for their own erasure or the project's."""
+a member an owner removed, whose data waits for their own erasure or the project's.
+The project item's ``memberCount`` bounds how many members there are (``MEMBERS_MAX``): it
+moves in the transaction that adds or removes one, so the bound holds under concurrent adds."""
 
 from __future__ import annotations
 
@@ -100,6 +102,9 @@ class ProjectItem(StoredItem):
     name: str
     context: dict[str, ContextValue] = Field(default_factory=dict)
     owner_count: int = 1
+    # How many member items the project has; ``None`` on a project made before it was
+    # kept, until its first member change counts them (``members_counted``).
+    member_count: int | None = None
     # How many presets the project has (store/presets.py moves it with each create, delete).
     preset_count: int = 0
     settings: ThreadSettings = Field(default_factory=ThreadSettings)
@@ -137,6 +142,7 @@ class ProjectStore:
         self._batch_attempts = settings.batch_retry_attempts
         self._batch_base_seconds = settings.batch_retry_base_seconds
         self._retry_after = settings.retry_after_seconds
+        self._members_max = settings.members_max
 
     @property
     def client(self) -> DynamoDBClient:
@@ -144,7 +150,9 @@ class ProjectStore:
 
     def create(self, project: Project, owner: Member) -> None:
         """The project, with ``owner`` as its one owner, and the owner's member item."""
-        project_item = ProjectItem.model_validate({**project.model_dump(), "owner_count": 1})
+        project_item = ProjectItem.model_validate(
+            {**project.model_dump(), "owner_count": 1, "member_count": 1}
+        )
         try:
             self.client.transact_write_items(
                 TransactItems=[
@@ -344,6 +352,47 @@ class ProjectStore:
         projects = [item.project() for item in stored if not item.erasing]
         return {project.project_id: project for project in projects}
 
+    def members_counted(self, project_id: str) -> int:
+        """How many members the project has. A project made before the count was kept is
+        counted now, once: its member items are counted and the count set only while it is
+        still absent, and every change that moves the count requires it to exist, so no
+        member is added or removed between the two."""
+        stored = self._stored(project_id)
+        if stored is None:
+            raise NotFound("No such project.")
+        if stored.member_count is not None:
+            return stored.member_count
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
+            ExpressionAttributeNames={"#pk": "projectId", "#sk": "sk"},
+            ExpressionAttributeValues={
+                ":pk": to_value(project_id),
+                ":prefix": to_value(MEMBER_PREFIX),
+            },
+            ConsistentRead=True,
+            Select="COUNT",
+        )
+        counted = sum(page["Count"] for page in pages)
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=project_key(project_id),
+                UpdateExpression="SET #members = :counted",
+                ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(#members)",
+                ExpressionAttributeNames={"#members": "memberCount", "#pk": "projectId"},
+                ExpressionAttributeValues={":counted": to_value(counted)},
+            )
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise translate(exc) from exc
+            # Counted meanwhile by another change, or the project is gone: read it again.
+            stored = self._stored(project_id)
+            if stored is None or stored.member_count is None:
+                raise NotFound("No such project.") from exc
+            return stored.member_count
+        return counted
+
     def members(self, project_id: str) -> list[Member]:
         return [
             MemberItem.model_validate(from_item(item)).member()
@@ -362,10 +411,10 @@ class ProjectStore:
     ) -> None:
         """Set (``after``) or remove (``after is None``) a member, only if their role is still
         ``before``, moving the owner count in the same transaction so a project can never be
-        left without an owner, and only while ``caller_id`` still has one of ``caller_roles``:
-        an owner removed or demoted since their role was read is refused (Forbidden). A
-        caller changing themselves is checked on their own item, which one transaction may
-        name only once."""
+        left without an owner (and the member count, so it never passes MEMBERS_MAX), and
+        only while ``caller_id`` still has one of ``caller_roles``: an owner removed or
+        demoted since their role was read is refused (Forbidden). A caller changing
+        themselves is checked on their own item, which one transaction may name only once."""
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         if before is None:
@@ -435,6 +484,18 @@ class ProjectStore:
                 },
             }
         }
+        # An add or a removal moves the member count too, which the caller has made sure is
+        # kept (``members_counted``): an add only while it is below MEMBERS_MAX.
+        joins = 1 if before is None else -1 if after is None else 0
+        if joins:
+            update = project_update["Update"]
+            update["UpdateExpression"] += ", #members :joins"
+            update["ConditionExpression"] += " AND attribute_exists(#members)"
+            update["ExpressionAttributeNames"]["#members"] = "memberCount"
+            update["ExpressionAttributeValues"][":joins"] = to_value(joins)
+            if joins > 0:
+                update["ConditionExpression"] += " AND #members < :max"
+                update["ExpressionAttributeValues"][":max"] = to_value(self._members_max)
         items = [change, project_update]
         if checks_caller:
             items.append(self.caller_check(member.project_id, caller_id, caller_roles))
