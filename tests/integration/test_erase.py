@@ -16,12 +16,13 @@ import pytest
 from local import background, embedded, template
 from local.seed import grow_thread
 from recall.domain import clock
-from recall.domain.jobs import ExtractJob, SummarizeJob
+from recall.domain.jobs import EraseJob, ExtractJob, SummarizeJob
 from recall.errors import Conflict
 from recall.services.chat import ChatService
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.erasure_markers import ErasureMarkers
+from recall.store.exports import s3_client
 from recall.store.idempotency import OWNER
 from recall.store.jobs import sqs_client
 from recall.store.keys import owner_key
@@ -625,4 +626,116 @@ def test_a_keyed_turn_that_saved_just_before_its_callers_erasure_leaves_no_recor
     )
     # Then the turn answered, and its reply was not written back under bob in the project
     assert reply.status == 200, reply
+    assert mentions(bob.sub or "", project) == []
+
+
+class Requests:
+    """How many requests botocore sends on the store's and the exports' clients."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def __call__(self, **_: Any) -> None:
+        self.sent += 1
+
+
+@pytest.fixture
+def requests_sent() -> Iterator[Requests]:
+    counted = Requests()
+    clients = [dynamodb_client(), s3_client()]
+    for client in clients:
+        client.meta.events.register("before-call", counted, unique_id="erase-requests")
+    yield counted
+    for client in clients:
+        client.meta.events.unregister("before-call", unique_id="erase-requests")
+
+
+def run_bound() -> int:
+    """The requests one erasure run may send: ERASE_ITEMS_PER_RUN pays for deletes in
+    batches of 25 and for the requests that delete nothing, ERASE_REQUEST_ITEMS each, and a
+    few reads begin and end a run."""
+    settings = get_settings()
+    budget = settings.erase_items_per_run
+    return budget // settings.erase_request_items + budget // settings.delete_batch_size + 20
+
+
+def project_items(project: str) -> list[Any]:
+    """Everything under the project's partition of the Projects table: the project item,
+    members, former members, erasure markers, presets."""
+    items: list[Any] = dynamodb_client().query(
+        TableName=get_settings().projects_table,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": "projectId"},
+        ExpressionAttributeValues={":pk": to_value(project)},
+        ConsistentRead=True,
+    )["Items"]
+    return items
+
+
+def test_deleting_a_project_of_many_members_with_no_data_hands_on_within_a_bounded_run(
+    alice: Api,
+    bob: Api,
+    make_project: MakeProject,
+    requests_sent: Requests,
+    embedded_store: embedded.EmbeddedStore,
+) -> None:
+    # Given a project of 80 members without any data, ten members an owner removed, and
+    # bob with data of his own
+    project = make_project(alice, {bob: "editor"})
+    threads = fill(bob, project)
+    viewers = [f"viewer-{n:03d}-{project}" for n in range(80)]
+    for user in viewers:
+        assert alice.put(f"/projects/{project}/members/{user}", {"role": "viewer"}).status == 201
+    for user in viewers[:10]:
+        assert alice.delete(f"/projects/{project}/members/{user}").status == 204
+    # When the owner deletes it
+    requests_sent.sent = 0
+    reply = alice.delete(f"/projects/{project}")
+    # Then the request stops within its run's budget and hands the rest to the worker
+    assert reply.status == 202, reply
+    assert requests_sent.sent <= run_bound(), requests_sent.sent
+    assert alice.get(f"/projects/{project}").status == 403
+    # When the worker goes on, each run bounded the same way and queueing the next
+    job = EraseJob(user_id=alice.sub or "", project_id=project, whole_project=True)
+    runs = 0
+    while True:
+        requests_sent.sent = 0
+        done = erasure_service().resume(job)
+        assert requests_sent.sent <= run_bound(), requests_sent.sent
+        runs += 1
+        if done:
+            break
+        assert runs < 20, "the erasure never finished"
+    for poller in background.pollers(embedded_store):
+        poller.drain(deadline_seconds=30)
+    # Then it took more than one run, and nothing of the project is left: no member,
+    # former member, erasure marker, nor bob's data
+    assert runs > 1
+    assert project_items(project) == []
+    assert nothing(held(bob.sub or "", project, threads))
+    assert mentions(bob.sub or "", project) == []
+
+
+def test_erasing_yourself_with_many_empty_threads_hands_on_within_a_bounded_run(
+    alice: Api,
+    bob: Api,
+    make_project: MakeProject,
+    requests_sent: Requests,
+    embedded_store: embedded.EmbeddedStore,
+) -> None:
+    # Given bob's 100 threads without a message (each "new chat" he never used)
+    project = make_project(alice, {bob: "editor"})
+    threads = [
+        bob.post(f"/projects/{project}/conversations", {"title": f"t{n}"}).body["id"]
+        for n in range(100)
+    ]
+    # When bob erases his data
+    requests_sent.sent = 0
+    reply = bob.delete(f"/projects/{project}/me")
+    # Then the request stops within its run's budget and the worker finishes it
+    assert reply.status == 202, reply
+    assert requests_sent.sent <= run_bound(), requests_sent.sent
+    for poller in background.pollers(embedded_store):
+        poller.drain(deadline_seconds=60)
+    assert nothing(held(bob.sub or "", project, threads))
     assert mentions(bob.sub or "", project) == []

@@ -250,6 +250,13 @@ class Settings(BaseSettings):
     # at most before it hands the rest to the worker, so an erasure never runs past a
     # Lambda timeout (25 items a batch, a few dozen batches a second).
     erase_items_per_run: int = 1_000
+    # A request that looks for what to delete rather than deleting it (a Query of a table
+    # that may hold nothing, an S3 listing, a marker's delete) is charged against that
+    # budget as this many items, so the budget bounds a run's requests, not only its
+    # deletes: a member with no data is 8 such requests (48 items: a run visits at most 21
+    # of them, about 170 requests), a thread 4 (24). 1,000 items in batches of 25 are about
+    # 40 requests and their queries.
+    erase_request_items: int = 6
 
     # Streamed replies (the WebSocket API). The first text goes out at once; later text
     # waits until this many characters or this many seconds have gathered, so a reply is a

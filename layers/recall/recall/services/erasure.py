@@ -9,6 +9,12 @@ found by a Query on its own keys (and their large exports in S3, by their prefix
 ``erase_items_per_run`` per invocation; the marker goes last. A failure part-way leaves
 the marker: a retry of the request, or the worker job queued when the request failed or
 ran out of room, goes on from what is left.
+
+That budget pays for work, not only for deletes: each member visited and each thread is
+charged the requests it takes whatever it finds (``erase_request_items`` apiece), and a
+project's members become erasures, and are listed, only as many as the budget can pay
+for, so a project of many members with no data hands on to the worker like one with a
+lot of data.
 """
 
 from __future__ import annotations
@@ -37,6 +43,15 @@ from recall.store.usage import UsageStore
 LAST_OWNER = (
     "You are this project's last owner: make someone else an owner first, or delete the project."
 )
+# The requests a visit takes whatever it finds, each charged as ``erase_request_items``: a
+# member's (the Queries of their imports, threads, memory, idempotency records and usage,
+# the S3 listing of their exports, their marker's delete and its part of the listing that
+# found it), and a thread's (its messages' Query, the deletes of its session, its item and
+# its policy item).
+MEMBER_REQUESTS = 8
+THREAD_REQUESTS = 4
+# A member becoming an erasure is two item writes: the marker's put, the member's delete.
+MARKER_WRITES = 2
 
 
 class ErasureService:
@@ -56,6 +71,7 @@ class ErasureService:
         usage: UsageStore,
     ) -> None:
         self._budget = settings.erase_items_per_run
+        self._request_items = settings.erase_request_items
         self._projects = projects
         self._markers = ErasureMarkers(settings, projects)
         self._conversations = conversations
@@ -141,18 +157,26 @@ class ErasureService:
 
     def _continue_project(self, caller_id: str, project_id: str) -> bool:
         """Every member becomes an erasure, then each one's data goes, the caller's last
-        (their marker lets them retry), then the project item."""
+        (their marker lets them retry), then the project item; each step only as far as
+        the run's budget goes."""
         if not self._projects.project_erasing(project_id):
             return True
-        self._markers.for_members(project_id)
-        erasures = self._markers.erasures(project_id)
-        ordered = [user for user in erasures if user != caller_id]
-        ordered += [user for user in erasures if user == caller_id]
         left = self._budget
-        for user_id in ordered:
-            left = self._member_data(user_id, project_id, left)
-            if left < 0:
-                return False
+        turned = self._markers.for_members(project_id, max(1, left // MARKER_WRITES))
+        left -= turned * MARKER_WRITES
+        member_cost = MEMBER_REQUESTS * self._request_items
+        while left > 0 and (
+            erasures := self._markers.erasures(project_id, left // member_cost + 1)
+        ):
+            others = [user for user in erasures if user != caller_id]
+            for user_id in others or erasures:
+                if left <= 0:
+                    return False
+                left = self._member_data(user_id, project_id, left)
+                if left < 0:
+                    return False
+        if left <= 0:
+            return False
         # Nobody holds a role any more, so no preset is written after these go, and no
         # job counts its model calls once the members' data (what jobs read) is gone.
         self._presets.erase(project_id)
@@ -164,7 +188,8 @@ class ErasureService:
 
     def _member_data(self, user_id: str, project_id: str, budget: int) -> int:
         """Delete a user's data in the project, then their marker, spending at most
-        ``budget`` item deletes: what is left of it, or -1 when it ran out first."""
+        ``budget`` (item deletes and the requests of the visit): what is left of it (0
+        when the visit took the rest), or -1 when it ran out first."""
         left = budget
         # Imports first, so no chunk starts after this; the threads their chunks wrote to
         # include any whose thread item a later chunk would have created.
@@ -183,7 +208,7 @@ class ErasureService:
                 self._sessions.delete(user_id, project_id, conversation_id)
                 # the thread's item and its policy item
                 self._conversations.delete(user_id, project_id, conversation_id)
-                left -= 3
+                left -= THREAD_REQUESTS * self._request_items
                 if left <= 0:
                     return -1
         for erase in (
@@ -197,4 +222,5 @@ class ErasureService:
                 return -1
         self._markers.end_member_erasure(project_id, user_id)
         logger.info("erasure done", extra={"project_id": project_id})
-        return left
+        # Charged once it is done, so a run always gets through at least one member.
+        return max(0, left - MEMBER_REQUESTS * self._request_items)

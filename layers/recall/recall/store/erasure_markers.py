@@ -18,6 +18,7 @@ from recall.store.dynamodb import batch_delete, batch_write, to_value, translate
 from recall.store.projects import (
     ERASING_PREFIX,
     FORMER_PREFIX,
+    MEMBER_PREFIX,
     ProjectStore,
     erasing_key,
     failed_at,
@@ -121,9 +122,10 @@ class ErasureMarkers:
     def end_member_erasure(self, project_id: str, user_id: str) -> None:
         self._client.delete_item(TableName=self._table, Key=erasing_key(project_id, user_id))
 
-    def erasures(self, project_id: str) -> list[str]:
-        """The users whose erasure in the project has begun and not ended."""
-        return self._projects.users_under(project_id, ERASING_PREFIX)
+    def erasures(self, project_id: str, limit: int) -> list[str]:
+        """Up to ``limit`` of the users whose erasure in the project has begun and not
+        ended."""
+        return self._projects.users_under(project_id, ERASING_PREFIX, limit)
 
     def begin_project_erasure(self, project_id: str, caller_id: str) -> None:
         """Mark the project as being deleted while ``caller_id`` is still an owner
@@ -150,13 +152,17 @@ class ErasureMarkers:
         except ClientError as exc:
             raise project_change_refused(exc) from exc
 
-    def for_members(self, project_id: str) -> None:
-        """Every remaining member item of a project being deleted, and every former
-        member's, gives way to its erasure marker: the markers are written first, then the
-        members go, so a failure between the two leaves someone both (the retry finishes)
-        and never neither."""
-        users = [member.user_id for member in self._projects.members(project_id)]
-        formers = self._projects.users_under(project_id, FORMER_PREFIX)
+    def for_members(self, project_id: str, limit: int) -> int:
+        """Up to ``limit`` of the remaining member items of a project being deleted, and of
+        its former members', give way to their erasure markers: the markers are written
+        first, then the members go, so a failure between the two leaves someone both (the
+        retry finishes) and never neither. How many did; fewer than ``limit``: all."""
+        users = self._projects.users_under(project_id, MEMBER_PREFIX, limit)
+        formers = (
+            self._projects.users_under(project_id, FORMER_PREFIX, limit - len(users))
+            if len(users) < limit
+            else []
+        )
         batch_write(
             self._client,
             self._table,
@@ -175,6 +181,7 @@ class ErasureMarkers:
             attempts=self._batch_attempts,
             base_seconds=self._batch_base_seconds,
         )
+        return len(users) + len(formers)
 
     def end_project_erasure(self, project_id: str) -> None:
         """Delete the project item, the last of a project being deleted."""

@@ -526,21 +526,27 @@ class ProjectStore:
             }
         }
 
-    def users_under(self, project_id: str, prefix: str) -> list[str]:
-        """The user ids of the project's keys-only items under ``prefix``."""
+    def users_under(self, project_id: str, prefix: str, limit: int | None = None) -> list[str]:
+        """The user ids of the project's items under ``prefix``: the first ``limit``, or
+        all."""
         return [
             str(from_item(item)["sk"]).removeprefix(prefix)
-            for item in self._under(project_id, prefix)
+            for item in self._under(project_id, prefix, limit)
         ]
 
-    def _under(self, project_id: str, prefix: str) -> Iterator[Item]:
-        """Every item of the project whose sort key starts with ``prefix``, page by page."""
+    def _under(self, project_id: str, prefix: str, limit: int | None = None) -> Iterator[Item]:
+        """Every item of the project whose sort key starts with ``prefix`` (the first
+        ``limit``, when given), page by page."""
+        bound: dict[str, Any] = {}
+        if limit is not None:
+            bound["PaginationConfig"] = {"MaxItems": limit, "PageSize": limit}
         pages = self.client.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
             ExpressionAttributeNames={"#pk": "projectId", "#sk": "sk"},
             ExpressionAttributeValues={":pk": to_value(project_id), ":prefix": to_value(prefix)},
             ConsistentRead=True,
+            **bound,
         )
         for page in pages:
             yield from page["Items"]
