@@ -5,7 +5,8 @@ connect, so the token comes as ``?token=<JWT>`` or as the subprotocols
 ``["bearer", "<JWT>"]``. The ``sub`` it returns is who every later frame acts as.
 
 The keys are read from ``{issuer}/.well-known/jwks.json`` (where Cognito and Auth0 publish
-them) and kept for JWKS_CACHE_SECONDS by this container's one ``PyJWKClient``."""
+them), waiting at most JWKS_FETCH_TIMEOUT_SECONDS, and kept for JWKS_CACHE_SECONDS by this
+container's one ``PyJWKClient``."""
 
 from __future__ import annotations
 
@@ -34,7 +35,10 @@ def jwks_url(issuer: str) -> str:
 def signing_keys() -> jwt.PyJWKClient:
     settings = get_settings()
     return jwt.PyJWKClient(
-        jwks_url(settings.jwt_issuer), cache_jwk_set=True, lifespan=settings.jwks_cache_seconds
+        jwks_url(settings.jwt_issuer),
+        cache_jwk_set=True,
+        lifespan=settings.jwks_cache_seconds,
+        timeout=settings.jwks_fetch_timeout_seconds,
     )
 
 
@@ -81,6 +85,11 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         raise Exception(UNAUTHORIZED)
     try:
         subject = verified_subject(token)
+    except jwt.PyJWKClientConnectionError:
+        # The issuer's keys could not be read in time: no token can be checked, so none is
+        # taken. Refused at once (a 401 the client may retry), not left to time out.
+        logger.warning("connect refused: the issuer's keys could not be fetched")
+        raise Exception(UNAUTHORIZED) from None
     except jwt.PyJWTError as refused:
         logger.info("connect refused", extra={"reason": type(refused).__name__})
         raise Exception(UNAUTHORIZED) from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import json
+import socket
 import threading
 import time
 from types import ModuleType
@@ -73,6 +74,22 @@ def authorizer(issuer: Issuer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Modu
     module.signing_keys.cache_clear()
     yield module
     module.signing_keys.cache_clear()
+
+
+@pytest.fixture
+def silent_issuer(monkeypatch: pytest.MonkeyPatch) -> Iterator[Issuer]:
+    """An issuer whose key endpoint takes the connection and never answers, and the
+    authorizer pointed at it, waiting a short JWKS_FETCH_TIMEOUT_SECONDS."""
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        issuer = Issuer(f"http://127.0.0.1:{listening.getsockname()[1]}")
+        module = runtime.handler_module("WsAuthorizerFunction")
+        settings = Settings(
+            jwt_issuer=issuer.url, jwt_audience=(AUDIENCE,), jwks_fetch_timeout_seconds=0.3
+        )
+        monkeypatch.setattr(module, "get_settings", lambda: settings)
+        module.signing_keys.cache_clear()
+        yield issuer
+        module.signing_keys.cache_clear()
 
 
 def token(issuer: Issuer, key: rsa.RSAPrivateKey = KEY, **claims: Any) -> str:
@@ -235,3 +252,24 @@ def test_an_audience_list_naming_this_api_among_others_is_taken(
 ) -> None:
     allowed = connect(authorizer, query=token(issuer, aud=["elsewhere", 7, AUDIENCE]))
     assert allowed["principalId"] == "user-1"
+
+
+def test_an_issuer_that_never_answers_refuses_the_connect_within_the_fetch_timeout(
+    silent_issuer: Issuer,
+) -> None:
+    # Given an issuer whose key endpoint hangs
+    authorizer = runtime.handler_module("WsAuthorizerFunction")
+    # When a connect brings a token it signed
+    started = time.monotonic()
+    refused(authorizer, query=token(silent_issuer))
+    # Then it is refused once the fetch times out, long before the function would
+    assert time.monotonic() - started < 2
+
+
+def test_waiting_on_the_issuer_stays_well_inside_the_authorizers_timeout() -> None:
+    # Given the authorizer's Timeout, and its wait on the issuer by default
+    functions = template.resources("AWS::Serverless::Function")
+    timeout = functions["WsAuthorizerFunction"]["Properties"]["Timeout"]
+    wait = Settings().jwks_fetch_timeout_seconds
+    # Then a kid the cached set lacks, fetched twice, takes at most half of it
+    assert 2 * wait <= timeout / 2
