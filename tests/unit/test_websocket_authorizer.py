@@ -20,6 +20,7 @@ import pytest
 
 from local import runtime, template
 from recall.settings import Settings
+from recall.store.keys import USER_ID_MAX_BYTES
 
 AUDIENCE = "recall-web"
 CONNECT_EVENT = template.ROOT / "events" / "ws_authorizer-connect.json"
@@ -193,8 +194,9 @@ def test_a_subject_no_key_can_hold_is_refused_at_the_upgrade(
     authorizer: ModuleType, issuer: Issuer
 ) -> None:
     refused(authorizer, query=token(issuer, sub="auth0#bob"))
-    refused(authorizer, query=token(issuer, sub="b" * 1_018))
-    assert connect(authorizer, query=token(issuer, sub="b" * 1_017))["principalId"] == "b" * 1_017
+    longest = "b" * USER_ID_MAX_BYTES
+    refused(authorizer, query=token(issuer, sub=longest + "b"))
+    assert connect(authorizer, query=token(issuer, sub=longest))["principalId"] == longest
 
 
 def test_an_unsigned_demo_token_is_refused(authorizer: ModuleType) -> None:
