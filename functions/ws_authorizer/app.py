@@ -1,5 +1,5 @@
 """$connect of the WebSocket API: a Lambda REQUEST authorizer that verifies the same JWT
-the HTTP API's JWT authorizer does (signature against the issuer's JWKS, ``exp``,
+the HTTP API's JWT authorizer does (an RSA signature against the issuer's JWKS, ``exp``,
 ``iss``, and ``aud`` or ``client_id``). Browsers cannot set headers on a WebSocket
 connect, so the token comes as ``?token=<JWT>`` or as the subprotocols
 ``["bearer", "<JWT>"]``. The ``sub`` it returns is who every later frame acts as.
@@ -19,10 +19,11 @@ from recall.observability import logger
 from recall.settings import get_settings
 from recall.store.keys import fits_user_id
 
-# By the key's type: a token whose header names an algorithm of another family than the key
-# its kid names (ES256 over an RSA key) is refused, not handed to a verifier that cannot use
-# that key.
-ALGORITHMS = {"RSA": ["RS256", "RS384", "RS512"], "EC": ["ES256", "ES384"]}
+# What the HTTP API's JWT authorizer verifies: RSA signatures only (AWS documents no other
+# for HTTP APIs), so a token the HTTP API would refuse is no key to the WebSocket API either.
+# A key of another type (EC), or a header naming another algorithm (ES256, HS256, none) over
+# an RSA key, is refused.
+RSA_ALGORITHMS = ["RS256", "RS384", "RS512"]
 # The one message API Gateway turns into a 401 on the upgrade.
 UNAUTHORIZED = "Unauthorized"
 
@@ -59,10 +60,12 @@ def verified_subject(token: str) -> str:
     The audience is ``aud`` or, as Cognito's access tokens carry it, ``client_id``."""
     settings = get_settings()
     key = signing_keys().get_signing_key_from_jwt(token)
+    if key.key_type != "RSA":
+        raise jwt.InvalidKeyError("the HTTP API's JWT authorizer verifies RSA keys only")
     claims = jwt.decode(
         token,
         key.key,
-        algorithms=ALGORITHMS.get(key.key_type or "", []),
+        algorithms=RSA_ALGORITHMS,
         issuer=settings.jwt_issuer,
         options={"require": ["exp", "iss", "sub"], "verify_aud": False},
     )

@@ -14,7 +14,7 @@ import time
 from types import ModuleType
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 import jwt
 import pytest
 
@@ -32,6 +32,9 @@ def new_key() -> rsa.RSAPrivateKey:
 
 
 KEY, OTHER_KEY = new_key(), new_key()
+# An elliptic-curve key the issuer publishes too, as "e1": the HTTP API's JWT authorizer
+# verifies RSA signatures only.
+EC_KEY = ec.generate_private_key(ec.SECP256R1())
 
 
 class Issuer:
@@ -42,9 +45,17 @@ class Issuer:
 
 @pytest.fixture
 def issuer() -> Iterator[Issuer]:
-    """An identity provider publishing KEY's public half as its JWKS."""
+    """An identity provider publishing KEY's public half as its JWKS, and EC_KEY's."""
     public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(KEY.public_key()))
-    document = json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]})
+    elliptic = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(EC_KEY.public_key()))
+    document = json.dumps(
+        {
+            "keys": [
+                {**public, "kid": "k1", "use": "sig", "alg": "RS256"},
+                {**elliptic, "kid": "e1", "use": "sig", "alg": "ES256"},
+            ]
+        }
+    )
     state: dict[str, Issuer] = {}
 
     class Jwks(BaseHTTPRequestHandler):
@@ -216,8 +227,6 @@ def test_a_token_whose_algorithm_does_not_fit_its_key_is_refused_not_a_500(
     authorizer: ModuleType, issuer: Issuer
 ) -> None:
     # Given a token signed with an EC key whose header names the issuer's RSA key
-    from cryptography.hazmat.primitives.asymmetric import ec
-
     claims = {"sub": "user-1", "iss": issuer.url, "aud": AUDIENCE, "exp": int(time.time()) + 300}
     forged = jwt.encode(
         claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256", headers={"kid": "k1"}
@@ -275,3 +284,13 @@ def test_waiting_on_the_issuer_stays_well_inside_the_authorizers_timeout() -> No
     wait = Settings().jwks_fetch_timeout_seconds
     # Then a kid the cached set lacks, fetched twice, takes at most half of it
     assert 2 * wait <= timeout / 2
+
+
+def test_an_es256_token_signed_with_the_issuers_own_ec_key_is_refused_as_the_http_api_would(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    # Given a token the issuer signed with the EC key it publishes, otherwise valid
+    claims = {"sub": "user-1", "iss": issuer.url, "aud": AUDIENCE, "exp": int(time.time()) + 300}
+    signed = jwt.encode(claims, EC_KEY, algorithm="ES256", headers={"kid": "e1"})
+    # When / Then the upgrade is refused: the HTTP API's JWT authorizer takes RSA only
+    refused(authorizer, query=signed)
