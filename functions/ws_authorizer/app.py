@@ -2,7 +2,9 @@
 the HTTP API's JWT authorizer does (an RSA signature against the issuer's JWKS, ``exp``,
 ``iss``, and ``aud`` or ``client_id``). Browsers cannot set headers on a WebSocket
 connect, so the token comes as ``?token=<JWT>`` or as the subprotocols
-``["bearer", "<JWT>"]``. The ``sub`` it returns is who every later frame acts as.
+``["bearer", "<JWT>"]``. The ``sub`` it returns is who every later frame acts as, until
+the token's ``exp``, which it returns too: API Gateway keeps both on the connection, and
+the chat route refuses frames after it (a connection outlives its token otherwise).
 
 The keys are read from ``{issuer}/.well-known/jwks.json`` (where Cognito and Auth0 publish
 them), waiting at most JWKS_FETCH_TIMEOUT_SECONDS, and kept for JWKS_CACHE_SECONDS by this
@@ -55,9 +57,10 @@ def token_of(event: dict[str, Any]) -> str | None:
     return None
 
 
-def verified_subject(token: str) -> str:
-    """The token's ``sub``, or `jwt.PyJWTError` when it is not one the HTTP API would take.
-    The audience is ``aud`` or, as Cognito's access tokens carry it, ``client_id``."""
+def verified_token(token: str) -> tuple[str, int]:
+    """The token's ``sub`` and ``exp`` (whole seconds, rounded down), or `jwt.PyJWTError`
+    when it is not one the HTTP API would take. The audience is ``aud`` or, as Cognito's
+    access tokens carry it, ``client_id``."""
     settings = get_settings()
     key = signing_keys().get_signing_key_from_jwt(token)
     if key.key_type != "RSA":
@@ -79,7 +82,7 @@ def verified_subject(token: str) -> str:
     if not fits_user_id(subject):
         # Every frame would be refused (401); refuse the upgrade instead, as documented.
         raise jwt.InvalidTokenError("the token's subject is not one this API can serve")
-    return subject
+    return subject, int(claims["exp"])
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -87,7 +90,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if token is None:
         raise Exception(UNAUTHORIZED)
     try:
-        subject = verified_subject(token)
+        subject, expires = verified_token(token)
     except jwt.PyJWKClientConnectionError:
         # The issuer's keys could not be read in time: no token can be checked, so none is
         # taken. Refused at once (a 401 the client may retry), not left to time out.
@@ -110,5 +113,6 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": event["methodArn"]}
             ],
         },
-        "context": {"sub": subject},
+        # API Gateway hands context values on as text, as it would a number: exp is sent so.
+        "context": {"sub": subject, "exp": str(expires)},
     }

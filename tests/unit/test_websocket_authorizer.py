@@ -143,10 +143,11 @@ def test_a_valid_token_in_the_query_string_allows_the_connect_as_its_subject(
     authorizer: ModuleType, issuer: Issuer
 ) -> None:
     # When
-    answer = connect(authorizer, query=token(issuer))
-    # Then
+    expires = int(time.time()) + 300
+    answer = connect(authorizer, query=token(issuer, exp=expires))
+    # Then: API Gateway keeps the context on the connection; exp ends what it may do
     assert answer["principalId"] == "user-1"
-    assert answer["context"] == {"sub": "user-1"}
+    assert answer["context"] == {"sub": "user-1", "exp": str(expires)}
     (statement,) = answer["policyDocument"]["Statement"]
     assert statement == {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": METHOD_ARN}
 
@@ -234,17 +235,17 @@ def test_a_token_whose_algorithm_does_not_fit_its_key_is_refused_not_a_500(
     # When / Then the upgrade is refused as any bad token is, the check itself refusing it
     refused(authorizer, query=forged)
     with pytest.raises(jwt.InvalidAlgorithmError):
-        authorizer.verified_subject(forged)
+        authorizer.verified_token(forged)
 
 
 def test_a_check_that_breaks_refuses_the_upgrade_rather_than_fail_it(
     authorizer: ModuleType, issuer: Issuer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a check that raises something no one foresaw
-    def broken(token: str) -> str:
+    def broken(token: str) -> tuple[str, int]:
         raise TypeError("Expecting a PEM-formatted key.")
 
-    monkeypatch.setattr(authorizer, "verified_subject", broken)
+    monkeypatch.setattr(authorizer, "verified_token", broken)
     # When / Then API Gateway hears Unauthorized (a 401), not an error (a 500)
     refused(authorizer, query=token(issuer))
 
