@@ -75,6 +75,9 @@ class TimedLinks:
             def post(self, frame: Frame) -> None:
                 links.posted.append((time.perf_counter(), frame))
 
+            def close(self) -> None:
+                """A streamed turn never closes its connection."""
+
         return Timed()
 
     def hand_off(self, payload: dict[str, Any]) -> None:

@@ -9,16 +9,20 @@ import base64
 import json
 import math
 import time
+from typing import Any
 
 
 def _b64url(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
-def demo_token(sub: str) -> str:
-    """An unsigned JWT for ``sub``: enough for this server, rejected by any real API."""
+def demo_token(sub: str, exp: int | None = None) -> str:
+    """An unsigned JWT for ``sub``: enough for this server, rejected by any real API. With
+    ``exp`` it expires then, as a real token does; the console's never does."""
     header = {"alg": "HS256", "typ": "JWT"}
-    claims = {"iss": "recall-local", "sub": sub}
+    claims: dict[str, Any] = {"iss": "recall-local", "sub": sub}
+    if exp is not None:
+        claims["exp"] = exp
     return ".".join(
         (
             _b64url(json.dumps(header, separators=(",", ":")).encode()),
@@ -28,10 +32,8 @@ def demo_token(sub: str) -> str:
     )
 
 
-def subject_of(authorization: str | None, now: float | None = None) -> str | None:
-    """The ``sub`` of a bearer JWT, or None where API Gateway's JWT authorizer would answer
-    401: no token, not three parts, an unreadable payload, no ``sub``, expired, not valid
-    yet (``nbf``), or a time that is not a number."""
+def _claims(authorization: str | None) -> dict[str, Any] | None:
+    """The payload of a bearer JWT, unverified, or None when there is none to read."""
     if not authorization:
         return None
     token = authorization.strip()
@@ -45,7 +47,24 @@ def subject_of(authorization: str | None, now: float | None = None) -> str | Non
         claims = json.loads(base64.urlsafe_b64decode(payload))
     except (ValueError, TypeError):
         return None
-    if not isinstance(claims, dict):
+    return claims if isinstance(claims, dict) else None
+
+
+def expiry_of(authorization: str | None) -> str | None:
+    """The token's ``exp`` in whole seconds, as text, as the $connect authorizer keeps it on
+    a WebSocket connection; None for a token without one (the demo token)."""
+    expires = (_claims(authorization) or {}).get("exp")
+    if isinstance(expires, bool) or not isinstance(expires, int | float):
+        return None
+    return str(math.floor(expires)) if math.isfinite(expires) else str(expires)
+
+
+def subject_of(authorization: str | None, now: float | None = None) -> str | None:
+    """The ``sub`` of a bearer JWT, or None where API Gateway's JWT authorizer would answer
+    401: no token, not three parts, an unreadable payload, no ``sub``, expired, not valid
+    yet (``nbf``), or a time that is not a number."""
+    claims = _claims(authorization)
+    if claims is None:
         return None
     moment = now or time.time()
     times = {name: claims[name] for name in ("exp", "nbf") if name in claims}

@@ -38,6 +38,7 @@ from wsproto.events import (
 from wsproto.utilities import RemoteProtocolError
 
 from local import runtime, template
+from local.tokens import expiry_of
 from recall.api.stream import Connection, ConnectionGone, Frame
 from recall.store.keys import fits_user_id
 from recall.wiring import stream_links
@@ -82,6 +83,7 @@ class Client:
         self._state = socket_state
         self._lock = threading.Lock()
         self.open = True
+        self.closing = False
 
     def received(self, data: bytes) -> list[Event]:
         """What ``data`` from the client holds; under the lock, as wsproto is not thread-safe."""
@@ -98,6 +100,16 @@ class Client:
             except OSError as gone:
                 self.open = False
                 raise ConnectionGone from gone
+
+    def close(self) -> None:
+        """The server's close, as API Gateway's ``DeleteConnection`` sends it (1000); the
+        reading thread ends on the client's reply."""
+        with self._lock:
+            if not self.open or self.closing:
+                return
+            self.closing = True
+            with suppress(OSError):
+                self._handler.connection.sendall(self._state.send(CloseConnection(code=1000)))
 
 
 class LocalConnections:
@@ -127,6 +139,12 @@ class LocalConnections:
             raise ConnectionGone(connection_id)
         client.send(TextMessage(data=json.dumps(frame, ensure_ascii=False)))
 
+    def close(self, connection_id: str) -> None:
+        with self._lock:
+            client = self._clients.get(connection_id)
+        if client is not None:
+            client.close()
+
     def hand_off(self, payload: dict[str, Any]) -> None:
         worker = threading.Thread(
             target=_run_quietly,
@@ -144,6 +162,9 @@ class _Posting:
 
     def post(self, frame: Frame) -> None:
         self._connections.post(self._connection_id, frame)
+
+    def close(self) -> None:
+        self._connections.close(self._connection_id)
 
 
 def _run_quietly(function: str, event: dict[str, Any]) -> None:
@@ -167,8 +188,11 @@ def websocket_event(
     body: str | None = None,
     headers: dict[str, str] | None = None,
     query: dict[str, str] | None = None,
+    exp: str | None = None,
 ) -> dict[str, Any]:
-    """The event API Gateway's WebSocket API sends a Lambda proxy integration."""
+    """The event API Gateway's WebSocket API sends a Lambda proxy integration; its
+    ``authorizer`` is what the $connect authorizer returned (``exp`` when the token has
+    one)."""
     now = int(time.time() * 1000)
     event: dict[str, Any] = {
         "requestContext": {
@@ -184,7 +208,7 @@ def websocket_event(
             "requestTimeEpoch": now,
             "connectedAt": now,
             "identity": {"sourceIp": "127.0.0.1"},
-            "authorizer": {"principalId": sub, "sub": sub},
+            "authorizer": {"principalId": sub, "sub": sub, **({"exp": exp} if exp else {})},
         },
         "isBase64Encoded": False,
     }
@@ -270,6 +294,7 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
         return
     token = token_of(request.target, list(request.subprotocols))
     sub = subject_of(token) if token else None
+    exp = expiry_of(token)
     if sub is None or not fits_user_id(sub):  # as the $connect authorizer refuses it
         handler.connection.sendall(
             state.send(
@@ -291,7 +316,7 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
     connected = runtime.invoke(
         chat,
         websocket_event(
-            "$connect", "CONNECT", connection_id, sub, domain, headers=headers, query=query
+            "$connect", "CONNECT", connection_id, sub, domain, headers=headers, query=query, exp=exp
         ),
     )
     if int(connected.get("statusCode", 500)) != 200:
@@ -303,11 +328,12 @@ def serve(handler: BaseHTTPRequestHandler, subject_of: Any) -> None:
     CONNECTIONS.add(connection_id, client)
     print(f"WS connect {connection_id}", flush=True)
     try:
-        _read(handler, client, chat, connection_id, sub, domain)
+        _read(handler, client, chat, connection_id, sub, domain, exp)
     finally:
         CONNECTIONS.remove(connection_id)
         runtime.invoke(
-            chat, websocket_event("$disconnect", "DISCONNECT", connection_id, sub, domain)
+            chat,
+            websocket_event("$disconnect", "DISCONNECT", connection_id, sub, domain, exp=exp),
         )
         print(f"WS disconnect {connection_id}", flush=True)
 
@@ -319,6 +345,7 @@ def _read(
     connection_id: str,
     sub: str,
     domain: str,
+    exp: str | None,
 ) -> None:
     """Frames in until the client closes or leaves; each message is one route invocation."""
     parts: list[str] = []
@@ -332,8 +359,9 @@ def _read(
             return
         for event in client.received(received):
             if isinstance(event, CloseConnection):
-                with suppress(ConnectionGone):
-                    client.send(event.response())
+                if not client.closing:  # the client's own close, answered; else its reply
+                    with suppress(ConnectionGone):
+                        client.send(event.response())
                 return
             if isinstance(event, Ping):
                 try:
@@ -359,7 +387,9 @@ def _read(
                     route = route_of(body)
                     runtime.invoke(
                         chat,
-                        websocket_event(route, "MESSAGE", connection_id, sub, domain, body=body),
+                        websocket_event(
+                            route, "MESSAGE", connection_id, sub, domain, body=body, exp=exp
+                        ),
                     )
                     elapsed = (time.perf_counter() - started) * 1000
                     print(f"WS {route} {connection_id} {elapsed:.0f}ms", flush=True)

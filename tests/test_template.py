@@ -215,7 +215,7 @@ def test_listing_the_exports_bucket_is_granted_under_its_exports_prefix_only() -
         for statement in policy["Statement"]
         if "s3:ListBucket" in statement["Action"]
     ]
-    # Then each lists only where exports are written (exports/<userId>/<projectId>/)
+    # Then each lists only where exports are written (exports/<user>/<projectId>/)
     assert listing
     for statement in listing:
         assert statement["Condition"] == {"StringLike": {"s3:prefix": "exports/*"}}

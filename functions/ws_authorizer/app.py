@@ -1,11 +1,14 @@
 """$connect of the WebSocket API: a Lambda REQUEST authorizer that verifies the same JWT
-the HTTP API's JWT authorizer does (signature against the issuer's JWKS, ``exp``,
+the HTTP API's JWT authorizer does (an RSA signature against the issuer's JWKS, ``exp``,
 ``iss``, and ``aud`` or ``client_id``). Browsers cannot set headers on a WebSocket
 connect, so the token comes as ``?token=<JWT>`` or as the subprotocols
-``["bearer", "<JWT>"]``. The ``sub`` it returns is who every later frame acts as.
+``["bearer", "<JWT>"]``. The ``sub`` it returns is who every later frame acts as, until
+the token's ``exp``, which it returns too: API Gateway keeps both on the connection, and
+the chat route refuses frames after it (a connection outlives its token otherwise).
 
 The keys are read from ``{issuer}/.well-known/jwks.json`` (where Cognito and Auth0 publish
-them) and kept for JWKS_CACHE_SECONDS by this container's one ``PyJWKClient``."""
+them), waiting at most JWKS_FETCH_TIMEOUT_SECONDS, and kept for JWKS_CACHE_SECONDS by this
+container's one ``PyJWKClient``."""
 
 from __future__ import annotations
 
@@ -18,10 +21,11 @@ from recall.observability import logger
 from recall.settings import get_settings
 from recall.store.keys import fits_user_id
 
-# By the key's type: a token whose header names an algorithm of another family than the key
-# its kid names (ES256 over an RSA key) is refused, not handed to a verifier that cannot use
-# that key.
-ALGORITHMS = {"RSA": ["RS256", "RS384", "RS512"], "EC": ["ES256", "ES384"]}
+# What the HTTP API's JWT authorizer verifies: RSA signatures only (AWS documents no other
+# for HTTP APIs), so a token the HTTP API would refuse is no key to the WebSocket API either.
+# A key of another type (EC), or a header naming another algorithm (ES256, HS256, none) over
+# an RSA key, is refused.
+RSA_ALGORITHMS = ["RS256", "RS384", "RS512"]
 # The one message API Gateway turns into a 401 on the upgrade.
 UNAUTHORIZED = "Unauthorized"
 
@@ -34,7 +38,10 @@ def jwks_url(issuer: str) -> str:
 def signing_keys() -> jwt.PyJWKClient:
     settings = get_settings()
     return jwt.PyJWKClient(
-        jwks_url(settings.jwt_issuer), cache_jwk_set=True, lifespan=settings.jwks_cache_seconds
+        jwks_url(settings.jwt_issuer),
+        cache_jwk_set=True,
+        lifespan=settings.jwks_cache_seconds,
+        timeout=settings.jwks_fetch_timeout_seconds,
     )
 
 
@@ -50,15 +57,18 @@ def token_of(event: dict[str, Any]) -> str | None:
     return None
 
 
-def verified_subject(token: str) -> str:
-    """The token's ``sub``, or `jwt.PyJWTError` when it is not one the HTTP API would take.
-    The audience is ``aud`` or, as Cognito's access tokens carry it, ``client_id``."""
+def verified_token(token: str) -> tuple[str, int]:
+    """The token's ``sub`` and ``exp`` (whole seconds, rounded down), or `jwt.PyJWTError`
+    when it is not one the HTTP API would take. The audience is ``aud`` or, as Cognito's
+    access tokens carry it, ``client_id``."""
     settings = get_settings()
     key = signing_keys().get_signing_key_from_jwt(token)
+    if key.key_type != "RSA":
+        raise jwt.InvalidKeyError("the HTTP API's JWT authorizer verifies RSA keys only")
     claims = jwt.decode(
         token,
         key.key,
-        algorithms=ALGORITHMS.get(key.key_type or "", []),
+        algorithms=RSA_ALGORITHMS,
         issuer=settings.jwt_issuer,
         options={"require": ["exp", "iss", "sub"], "verify_aud": False},
     )
@@ -72,7 +82,7 @@ def verified_subject(token: str) -> str:
     if not fits_user_id(subject):
         # Every frame would be refused (401); refuse the upgrade instead, as documented.
         raise jwt.InvalidTokenError("the token's subject is not one this API can serve")
-    return subject
+    return subject, int(claims["exp"])
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -80,7 +90,12 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if token is None:
         raise Exception(UNAUTHORIZED)
     try:
-        subject = verified_subject(token)
+        subject, expires = verified_token(token)
+    except jwt.PyJWKClientConnectionError:
+        # The issuer's keys could not be read in time: no token can be checked, so none is
+        # taken. Refused at once (a 401 the client may retry), not left to time out.
+        logger.warning("connect refused: the issuer's keys could not be fetched")
+        raise Exception(UNAUTHORIZED) from None
     except jwt.PyJWTError as refused:
         logger.info("connect refused", extra={"reason": type(refused).__name__})
         raise Exception(UNAUTHORIZED) from None
@@ -98,5 +113,6 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": event["methodArn"]}
             ],
         },
-        "context": {"sub": subject},
+        # API Gateway hands context values on as text, as it would a number: exp is sent so.
+        "context": {"sub": subject, "exp": str(expires)},
     }

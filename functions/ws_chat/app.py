@@ -2,7 +2,8 @@
 ``bearer`` subprotocol when the client offered it), ``$disconnect``, and ``chat`` and
 ``$default``, which read the frame and, once it is a valid ``chat`` frame, hand the turn
 to the streaming worker asynchronously and return: a turn may outlive API Gateway's
-29-second integration limit. A frame that is not answers one ``error`` frame."""
+29-second integration limit. A frame that is not answers one ``error`` frame; one on a
+connection whose token has expired answers a 401 and closes the connection."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from recall.api.stream import (
     caller_of,
     error_frame,
     read_frame,
+    request_id_in,
 )
-from recall.errors import DomainError
+from recall.domain import clock
+from recall.errors import DomainError, Unauthenticated
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
 from recall.wiring import stream_links
@@ -42,9 +45,19 @@ def received(event: dict[str, Any]) -> dict[str, Any]:
     domain, stage, connection_id = context["domainName"], context["stage"], context["connectionId"]
     connection = stream_links().connection(domain, stage, connection_id)
     request_id: str | None = None  # known once the frame is read; its answer carries it
+    max_bytes = get_settings().request_body_max_bytes
     try:
-        user_id = caller_of(context.get("authorizer"))
-        frame = read_frame(event.get("body"), get_settings().request_body_max_bytes)
+        user_id = caller_of(context.get("authorizer"), clock.now().timestamp())
+    except Unauthenticated as refused:
+        # Every later frame would be refused too (an expired token does not come back to
+        # life): the client hears why, for this request, and connects again with a fresh
+        # token.
+        request_id = request_id_in(event.get("body"), max_bytes)
+        _answer(connection, error_frame(request_id, domain_error_response(refused)))
+        _close(connection)
+        return OK
+    try:
+        frame = read_frame(event.get("body"), max_bytes)
         request_id = frame.request_id
         stream_links().hand_off(
             {
@@ -69,6 +82,15 @@ def received(event: dict[str, Any]) -> dict[str, Any]:
 def _answer(connection: Connection, frame: Frame) -> None:
     with suppress(ConnectionGone):  # the client left: no one to tell
         connection.post(frame)
+
+
+def _close(connection: Connection) -> None:
+    """Closed after its 401: a close the management API fails is logged, and the frames
+    that follow are refused the same way."""
+    try:
+        connection.close()
+    except Exception:
+        logger.exception("closing a connection whose token expired failed")
 
 
 @logger.inject_lambda_context

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import json
+import time
 from typing import Any
 import uuid
 
@@ -187,3 +188,25 @@ def test_a_message_over_api_gateways_128_kb_closes_the_connection_with_1009(
             socket.recv(timeout=30)
     assert answered["type"] == "error"
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+def test_a_frame_after_the_token_expires_is_a_401_and_the_connection_closes(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given a connection whose token expires two seconds from now, acting for its user
+    expires = int(time.time()) + 2
+    url = f"{ws_url(dev_server)}?token={demo_token(str(user.sub), exp=expires)}"
+    with connect(url) as socket:
+        socket.send(json.dumps({"action": "chat"}))
+        acting = json.loads(socket.recv(timeout=30))
+        assert (acting["type"], acting["status"]) == ("error", 422), acting
+        # When it sends a frame once the token has expired
+        time.sleep(max(0.0, expires - time.time()) + 1)
+        socket.send(json.dumps({"action": "chat", "requestId": "late"}))
+        # Then the frame is refused with the HTTP API's 401 body, and the server closes
+        refused = json.loads(socket.recv(timeout=30))
+        assert (refused["type"], refused["requestId"], refused["status"]) == ("error", "late", 401)
+        assert refused["body"]["error"]["code"] == "unauthenticated"
+        with pytest.raises(ConnectionClosed) as closed:
+            socket.recv(timeout=30)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1000

@@ -14,7 +14,8 @@ transaction's update that would grow an item too large cancels the transaction w
 - Query: an ``ExclusiveStartKey`` must be a key of the table or index queried and lie
   inside the ``KeyConditionExpression``.
 
-And S3's multipart upload rules (``S3Limits``): part numbers 1 to 10,000, and every part
+And S3's rules (``S3Limits``): an object key of at most 1,024 bytes of UTF-8
+(``KeyTooLongError``), and of a multipart upload, part numbers 1 to 10,000 and every part
 but the last at least 5 MiB when the upload is completed (``EntityTooSmall``)."""
 
 from __future__ import annotations
@@ -569,17 +570,24 @@ def _operation(params: dict[str, Any]) -> str:
 
 PART_MIN_BYTES = 5 * 1024 * 1024
 PART_NUMBER_MAX = 10_000
+OBJECT_KEY_MAX_BYTES = 1_024
 
 
 class S3Limits:
-    """A ``before-parameter-build.s3`` hook: refuses what S3 refuses of a multipart upload,
-    and keeps each upload's part sizes, in the order sent, for tests to read."""
+    """A ``before-parameter-build.s3`` hook: refuses what S3 refuses of an object's key and
+    of a multipart upload, and keeps each upload's part sizes, in the order sent, for tests
+    to read."""
 
     def __init__(self) -> None:
         self.parts: dict[str, dict[int, int]] = {}
 
     def __call__(self, params: dict[str, Any], model: Any = None, **_: Any) -> None:
         operation = str(getattr(model, "name", ""))
+        if len(str(params.get("Key", "")).encode()) > OBJECT_KEY_MAX_BYTES:
+            raise ClientError(
+                {"Error": {"Code": "KeyTooLongError", "Message": "Your key is too long"}},
+                operation,
+            )
         if operation == "UploadPart":
             number = int(params["PartNumber"])
             if not 1 <= number <= PART_NUMBER_MAX:

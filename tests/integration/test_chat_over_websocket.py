@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 import json
+import time
 from typing import Any
 
 import boto3
@@ -36,6 +37,7 @@ class RecordingLinks:
 
     def __init__(self) -> None:
         self.frames: dict[str, list[Frame]] = {}
+        self.closed: list[str] = []
         self.leave_after: dict[str, int] = {}
         self.handed_off: list[dict[str, Any]] = []
         self.worker_answers: list[Any] = []
@@ -49,6 +51,9 @@ class RecordingLinks:
                 if len(kept) >= links.leave_after.get(connection_id, 10_000):
                     raise ConnectionGone(connection_id)
                 kept.append(json.loads(json.dumps(frame)))
+
+            def close(self) -> None:
+                links.closed.append(connection_id)
 
         return Recorded()
 
@@ -307,9 +312,58 @@ class ManagementApi:
 
     def __init__(self) -> None:
         self.frames: list[Frame] = []
+        self.closed: list[str] = []
 
     def post_to_connection(self, ConnectionId: str, Data: bytes) -> None:
         self.frames.append(json.loads(Data))
+
+    def delete_connection(self, ConnectionId: str) -> None:
+        self.closed.append(ConnectionId)
+
+
+class AcceptingLambda:
+    """Lambda as AwsLinks calls it, accepting every hand-off and keeping its payload."""
+
+    def __init__(self) -> None:
+        self.payloads: list[dict[str, Any]] = []
+
+    def invoke(self, FunctionName: str, InvocationType: str, Payload: bytes) -> None:
+        self.payloads.append(json.loads(Payload))
+
+
+def test_a_frame_after_the_connections_token_expired_is_a_401_and_closes_the_connection(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given the deployed links, and a project alice may chat in
+    project = make_project(alice)
+    management, functions = ManagementApi(), AcceptingLambda()
+    stream_links().use(AwsLinks("ws-stream", lambda_client=functions, management_client=management))
+    frame = {"action": "chat", "requestId": "r-9", "projectId": project, "body": {"message": "hi"}}
+    body = json.dumps(frame)
+    now = int(time.time())
+
+    def send(connection: str, exp: str) -> None:
+        event = websocket_event(
+            "chat", "MESSAGE", connection, str(alice.sub), "ws.test", body=body, exp=exp
+        )
+        assert runtime.invoke(function_of("ws_chat"), event) == {"statusCode": 200}
+
+    try:
+        # When a frame comes on a connection whose token is good for another minute, and
+        # one on a connection whose token expired a second ago
+        send("conn-live", str(now + 60))
+        send("conn-expired", str(now - 1))
+    finally:
+        stream_links().use(None)
+    # Then the first turn is handed off, as alice
+    [handed] = functions.payloads
+    assert (handed["connectionId"], handed["user"]) == ("conn-live", alice.sub)
+    # And the second is refused, for its request, with the HTTP API's 401 body, and its
+    # connection closed
+    [refused] = management.frames
+    assert (refused["type"], refused["requestId"], refused["status"]) == ("error", "r-9", 401)
+    assert refused["body"]["error"]["code"] == "unauthenticated"
+    assert management.closed == ["conn-expired"]
 
 
 # Lambda refusing the asynchronous hand-off: the function's or the account's concurrency
@@ -358,6 +412,7 @@ def test_a_frame_on_a_connection_without_identity_is_a_401(
     (frame,) = links.frames["conn-anon"]
     assert (frame["status"], frame["body"]["error"]["code"]) == (401, "unauthenticated")
     assert links.handed_off == []
+    assert links.closed == ["conn-anon"]
 
 
 def test_connect_selects_the_bearer_subprotocol_when_offered() -> None:

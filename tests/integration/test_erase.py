@@ -25,7 +25,7 @@ from recall.store.erasure_markers import ErasureMarkers
 from recall.store.exports import s3_client
 from recall.store.idempotency import OWNER
 from recall.store.jobs import sqs_client
-from recall.store.keys import owner_key
+from recall.store.keys import USER_ID_MAX_BYTES, owner_key
 from recall.store.sessions import session_key
 from recall.wiring import (
     conversation_store,
@@ -38,6 +38,7 @@ from recall.wiring import (
 from tests.integration.conftest import (
     Api,
     exported_objects,
+    new_user,
     session_left_behind,
     transactions_after_every_racer_read,
 )
@@ -80,6 +81,14 @@ def fill(api: Api, project: str) -> list[str]:
         item = session_left_behind(settings, user, project, thread, at)
         dynamodb_client().put_item(TableName=settings.sessions_table, Item=item)
     return [first, second]
+
+
+def longest_user(letter: str) -> Api:
+    """A fresh user whose id is as long as a token's ``sub`` may be, mostly ``letter``."""
+    user = new_user()
+    room = USER_ID_MAX_BYTES - len(user)
+    repeated = room // len(letter.encode())
+    return Api(user + letter * repeated + "u" * (room - repeated * len(letter.encode())))
 
 
 def markers() -> ErasureMarkers:
@@ -739,3 +748,43 @@ def test_erasing_yourself_with_many_empty_threads_hands_on_within_a_bounded_run(
         poller.drain(deadline_seconds=60)
     assert nothing(held(bob.sub or "", project, threads))
     assert mentions(bob.sub or "", project) == []
+
+
+def test_members_with_the_longest_user_ids_erase_themselves_and_delete_their_project(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given two members whose ids are as long as a token's sub may be, one an owner, each
+    # with data in the project
+    leaver, owner = longest_user("u"), longest_user("o")
+    project = make_project(alice, {leaver: "editor", owner: "owner"})
+    threads = {api: fill(api, project) for api in (leaver, owner)}
+    # When one erases their data, and the other deletes the project (every key of an
+    # erasure, its ERASING#<userId> marker too, within DynamoDB's limits)
+    left = leaver.delete(f"/projects/{project}/me")
+    deleted = owner.delete(f"/projects/{project}")
+    # Then both are done, and nothing of either is left
+    assert (left.status, deleted.status) == (204, 204), (left, deleted)
+    for api, ids in threads.items():
+        assert nothing(held(api.sub or "", project, ids))
+        assert mentions(api.sub or "", project) == []
+    assert project_store().get(project) is None
+
+
+def test_the_longest_user_id_exports_a_large_export_and_its_erasure_takes_it(
+    alice: Api, make_project: MakeProject, export_settings: Callable[..., None]
+) -> None:
+    # Given a member whose id is as long as a token's sub may be, in two-byte letters
+    # (three times as long URL-quoted), and a large export of theirs
+    member = longest_user("ж")
+    project = make_project(alice, {member: "editor"})
+    threads = fill(member, project)
+    export_settings(export_max_bytes=0)
+    # When they export the project, then erase their data in it
+    exported = member.get(f"/projects/{project}/export")
+    # Then the export is written to the bucket (its key within S3's 1,024 bytes)
+    assert exported.status == 200, exported
+    assert exported.body["format"] == "recall.export.jsonl"
+    assert exported_objects(member.sub or "", project)
+    # And their erasure finds it and takes it with the rest
+    assert member.delete(f"/projects/{project}/me").status == 204
+    assert nothing(held(member.sub or "", project, threads))

@@ -310,12 +310,13 @@ def _s3_actions(operation: str, url: str, body: Any) -> list[tuple[str, str]]:
     return [(f"s3:{_S3_OBJECT_ACTIONS.get(operation, operation)}", f"{arn}/{key}")]
 
 
-def _connection_action(url: str) -> tuple[str, str]:
-    """``POST https://{apiId}.execute-api…/{stage}/@connections/{id}`` as IAM sees it."""
+def _connection_action(method: str, url: str) -> tuple[str, str]:
+    """``POST`` (or ``DELETE``) ``https://{apiId}.execute-api…/{stage}/@connections/{id}``
+    as IAM sees it."""
     host, _, path = url.removeprefix("https://").partition("/")
     stage, _, connection = path.partition("/@connections/")
     arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{host.split('.')[0]}/{stage}"
-    return "execute-api:ManageConnections", f"{arn}/POST/@connections/{unquote(connection)}"
+    return "execute-api:ManageConnections", f"{arn}/{method}/@connections/{unquote(connection)}"
 
 
 class Recorder:
@@ -344,7 +345,7 @@ class Recorder:
         elif service == "bedrock-runtime":
             actions = _bedrock_actions(operation, params["url_path"])
         elif service == "apigatewaymanagementapi":
-            actions = [_connection_action(params["url"])]
+            actions = [_connection_action(params["method"], params["url"])]
         elif service == "lambda":
             name = unquote(params["url_path"].split("/functions/", 1)[1].split("/", 1)[0])
             actions = [("lambda:InvokeFunction", function_arn(name))]
@@ -453,6 +454,9 @@ class AnsweredLinks:
         management.meta.events.register(
             "before-call.apigatewaymanagementapi.PostToConnection", self._posted
         )
+        management.meta.events.register(
+            "before-call.apigatewaymanagementapi.DeleteConnection", self._closed
+        )
         functions = boto3.client("lambda", region_name=REGION)
         functions.meta.events.register("before-call.lambda.Invoke", self._accepted)
         self._aws = AwsLinks("WsStreamFunction", functions, management)
@@ -460,6 +464,10 @@ class AnsweredLinks:
     def _posted(self, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         self.frames.append(json.loads(params["body"]))
         return AWSResponse(params["url"], 200, {}, None), {}
+
+    @staticmethod
+    def _closed(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        return AWSResponse(params["url"], 204, {}, None), {}
 
     @staticmethod
     def _accepted(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
@@ -493,8 +501,10 @@ class AnsweredLinks:
         assert self.frames[-1]["type"] == ("error" if refused else "done"), self.frames[-1]
         return self.frames[-1]["body"]
 
-    def send(self, body: str) -> None:
-        event = websocket_event("chat", "MESSAGE", self.CONNECTION, DEMO_USER, "ws", body=body)
+    def send(self, body: str, exp: str | None = None) -> None:
+        event = websocket_event(
+            "chat", "MESSAGE", self.CONNECTION, DEMO_USER, "ws", body=body, exp=exp
+        )
         event["requestContext"].update(apiId=WEBSOCKET_API, stage=WEBSOCKET_STAGE)
         runtime.invoke("WsChatFunction", event)
 
@@ -615,7 +625,8 @@ def stall(project: str, import_id: str) -> None:
 def run_everything(
     store: embedded.EmbeddedStore, recorder: Recorder, bedrock: BedrockProvider
 ) -> None:
-    """Every sample event and a refused WebSocket frame; then the same turns over HTTP and
+    """Every sample event, a refused WebSocket frame and one whose connection's token has
+    expired (which closes the connection); then the same turns over HTTP and
     streamed over the WebSocket API (``turns``), thread memory and an entry that expires;
     an export imported back in two chunks, a large export and one too large; then the
     schedules, the worker on every job all that queued (extraction, the summary of a
@@ -630,6 +641,7 @@ def run_everything(
             if kind_of(load(event_file)) != "authorizer":  # it calls no AWS API
                 runtime.invoke(function_of(event_file), load(event_file))
         links.send("{not a frame")  # the chat route answers an error frame itself
+        links.send("{}", exp="1")  # and closes a connection whose token expired
         for say in (chat, links.chat):  # over HTTP, then streamed over the WebSocket API
             project, thread = turns(recorder, bedrock, say)
     finally:

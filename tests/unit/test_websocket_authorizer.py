@@ -8,17 +8,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import json
+import socket
 import threading
 import time
 from types import ModuleType
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 import jwt
 import pytest
 
 from local import runtime, template
 from recall.settings import Settings
+from recall.store.keys import USER_ID_MAX_BYTES
 
 AUDIENCE = "recall-web"
 CONNECT_EVENT = template.ROOT / "events" / "ws_authorizer-connect.json"
@@ -30,6 +32,9 @@ def new_key() -> rsa.RSAPrivateKey:
 
 
 KEY, OTHER_KEY = new_key(), new_key()
+# An elliptic-curve key the issuer publishes too, as "e1": the HTTP API's JWT authorizer
+# verifies RSA signatures only.
+EC_KEY = ec.generate_private_key(ec.SECP256R1())
 
 
 class Issuer:
@@ -40,9 +45,17 @@ class Issuer:
 
 @pytest.fixture
 def issuer() -> Iterator[Issuer]:
-    """An identity provider publishing KEY's public half as its JWKS."""
+    """An identity provider publishing KEY's public half as its JWKS, and EC_KEY's."""
     public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(KEY.public_key()))
-    document = json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]})
+    elliptic = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(EC_KEY.public_key()))
+    document = json.dumps(
+        {
+            "keys": [
+                {**public, "kid": "k1", "use": "sig", "alg": "RS256"},
+                {**elliptic, "kid": "e1", "use": "sig", "alg": "ES256"},
+            ]
+        }
+    )
     state: dict[str, Issuer] = {}
 
     class Jwks(BaseHTTPRequestHandler):
@@ -73,6 +86,22 @@ def authorizer(issuer: Issuer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Modu
     module.signing_keys.cache_clear()
     yield module
     module.signing_keys.cache_clear()
+
+
+@pytest.fixture
+def silent_issuer(monkeypatch: pytest.MonkeyPatch) -> Iterator[Issuer]:
+    """An issuer whose key endpoint takes the connection and never answers, and the
+    authorizer pointed at it, waiting a short JWKS_FETCH_TIMEOUT_SECONDS."""
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        issuer = Issuer(f"http://127.0.0.1:{listening.getsockname()[1]}")
+        module = runtime.handler_module("WsAuthorizerFunction")
+        settings = Settings(
+            jwt_issuer=issuer.url, jwt_audience=(AUDIENCE,), jwks_fetch_timeout_seconds=0.3
+        )
+        monkeypatch.setattr(module, "get_settings", lambda: settings)
+        module.signing_keys.cache_clear()
+        yield issuer
+        module.signing_keys.cache_clear()
 
 
 def token(issuer: Issuer, key: rsa.RSAPrivateKey = KEY, **claims: Any) -> str:
@@ -114,10 +143,11 @@ def test_a_valid_token_in_the_query_string_allows_the_connect_as_its_subject(
     authorizer: ModuleType, issuer: Issuer
 ) -> None:
     # When
-    answer = connect(authorizer, query=token(issuer))
-    # Then
+    expires = int(time.time()) + 300
+    answer = connect(authorizer, query=token(issuer, exp=expires))
+    # Then: API Gateway keeps the context on the connection; exp ends what it may do
     assert answer["principalId"] == "user-1"
-    assert answer["context"] == {"sub": "user-1"}
+    assert answer["context"] == {"sub": "user-1", "exp": str(expires)}
     (statement,) = answer["policyDocument"]["Statement"]
     assert statement == {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": METHOD_ARN}
 
@@ -176,8 +206,9 @@ def test_a_subject_no_key_can_hold_is_refused_at_the_upgrade(
     authorizer: ModuleType, issuer: Issuer
 ) -> None:
     refused(authorizer, query=token(issuer, sub="auth0#bob"))
-    refused(authorizer, query=token(issuer, sub="b" * 1_018))
-    assert connect(authorizer, query=token(issuer, sub="b" * 1_017))["principalId"] == "b" * 1_017
+    longest = "b" * USER_ID_MAX_BYTES
+    refused(authorizer, query=token(issuer, sub=longest + "b"))
+    assert connect(authorizer, query=token(issuer, sub=longest))["principalId"] == longest
 
 
 def test_an_unsigned_demo_token_is_refused(authorizer: ModuleType) -> None:
@@ -197,8 +228,6 @@ def test_a_token_whose_algorithm_does_not_fit_its_key_is_refused_not_a_500(
     authorizer: ModuleType, issuer: Issuer
 ) -> None:
     # Given a token signed with an EC key whose header names the issuer's RSA key
-    from cryptography.hazmat.primitives.asymmetric import ec
-
     claims = {"sub": "user-1", "iss": issuer.url, "aud": AUDIENCE, "exp": int(time.time()) + 300}
     forged = jwt.encode(
         claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256", headers={"kid": "k1"}
@@ -206,17 +235,17 @@ def test_a_token_whose_algorithm_does_not_fit_its_key_is_refused_not_a_500(
     # When / Then the upgrade is refused as any bad token is, the check itself refusing it
     refused(authorizer, query=forged)
     with pytest.raises(jwt.InvalidAlgorithmError):
-        authorizer.verified_subject(forged)
+        authorizer.verified_token(forged)
 
 
 def test_a_check_that_breaks_refuses_the_upgrade_rather_than_fail_it(
     authorizer: ModuleType, issuer: Issuer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a check that raises something no one foresaw
-    def broken(token: str) -> str:
+    def broken(token: str) -> tuple[str, int]:
         raise TypeError("Expecting a PEM-formatted key.")
 
-    monkeypatch.setattr(authorizer, "verified_subject", broken)
+    monkeypatch.setattr(authorizer, "verified_token", broken)
     # When / Then API Gateway hears Unauthorized (a 401), not an error (a 500)
     refused(authorizer, query=token(issuer))
 
@@ -235,3 +264,34 @@ def test_an_audience_list_naming_this_api_among_others_is_taken(
 ) -> None:
     allowed = connect(authorizer, query=token(issuer, aud=["elsewhere", 7, AUDIENCE]))
     assert allowed["principalId"] == "user-1"
+
+
+def test_an_issuer_that_never_answers_refuses_the_connect_within_the_fetch_timeout(
+    silent_issuer: Issuer,
+) -> None:
+    # Given an issuer whose key endpoint hangs
+    authorizer = runtime.handler_module("WsAuthorizerFunction")
+    # When a connect brings a token it signed
+    started = time.monotonic()
+    refused(authorizer, query=token(silent_issuer))
+    # Then it is refused once the fetch times out, long before the function would
+    assert time.monotonic() - started < 2
+
+
+def test_waiting_on_the_issuer_stays_well_inside_the_authorizers_timeout() -> None:
+    # Given the authorizer's Timeout, and its wait on the issuer by default
+    functions = template.resources("AWS::Serverless::Function")
+    timeout = functions["WsAuthorizerFunction"]["Properties"]["Timeout"]
+    wait = Settings().jwks_fetch_timeout_seconds
+    # Then a kid the cached set lacks, fetched twice, takes at most half of it
+    assert 2 * wait <= timeout / 2
+
+
+def test_an_es256_token_signed_with_the_issuers_own_ec_key_is_refused_as_the_http_api_would(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    # Given a token the issuer signed with the EC key it publishes, otherwise valid
+    claims = {"sub": "user-1", "iss": issuer.url, "aud": AUDIENCE, "exp": int(time.time()) + 300}
+    signed = jwt.encode(claims, EC_KEY, algorithm="ES256", headers={"kid": "e1"})
+    # When / Then the upgrade is refused: the HTTP API's JWT authorizer takes RSA only
+    refused(authorizer, query=signed)

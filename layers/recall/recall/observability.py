@@ -33,12 +33,19 @@ class LazyTracer:
         return Tracer(service=self._service)
 
     def capture_lambda_handler(self, handler: Handler) -> Handler:
+        """The handler in a subsegment with its cold start and service, but neither its
+        answer nor its error as metadata: Powertools' default would send every response
+        body (messages, memory values, exports) to X-Ray."""
         traced: list[Callable[..., Any]] = []
 
         @functools.wraps(handler)
         def run(event: Any, context: Any) -> Any:
             if not traced:
-                traced.append(self.tracer.capture_lambda_handler(handler))
+                traced.append(
+                    self.tracer.capture_lambda_handler(
+                        handler, capture_response=False, capture_error=False
+                    )
+                )
             return traced[0](event, context)
 
         return cast(Handler, run)

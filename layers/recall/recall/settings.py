@@ -270,6 +270,11 @@ class Settings(BaseSettings):
     jwt_issuer: str = ""
     jwt_audience: Annotated[tuple[str, ...], NoDecode] = ()
     jwks_cache_seconds: int = 300
+    # How long the authorizer waits on the issuer's JWKS endpoint (each connect and read of
+    # a fetch; an unknown kid may fetch twice). Well inside WsAuthorizerFunction's 10 s
+    # Timeout, so an issuer that hangs refuses the connect (401) rather than time it out
+    # (API Gateway's 500); PyJWT's own default is 30 s.
+    jwks_fetch_timeout_seconds: float = 2.0
     # The offline model's pause between streamed chunks: 0 streams at once; make dev can
     # slow it to watch a reply arrive (and tests, to leave one mid-way).
     offline_stream_chunk_seconds: float = 0.0

@@ -1,6 +1,7 @@
-"""The WebSocket chat contract without AWS: which frames a refused frame answers (the
-HTTP route's status and body), how reply text is batched into ``delta`` frames, and that
-a client who left is posted nothing more."""
+"""The WebSocket chat contract without AWS: who a frame acts for (the connection's
+``sub`` until its token's ``exp``), which frames a refused frame answers (the HTTP route's
+status and body), how reply text is batched into ``delta`` frames, and that a client who
+left is posted nothing more."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from recall.api.stream import (
     ConnectionGone,
     FrameRefused,
     StreamedTurn,
+    caller_of,
     read_frame,
 )
 from recall.domain.conversations import Conversation
+from recall.errors import Unauthenticated
 
 LIMIT = 262_144
 
@@ -33,6 +36,9 @@ class Posted:
         if self.leave_after is not None and len(self.frames) >= self.leave_after:
             raise ConnectionGone("c-1")
         self.frames.append(frame)
+
+    def close(self) -> None:
+        """A streamed turn never closes its connection."""
 
 
 class Clock:
@@ -122,6 +128,32 @@ def test_a_request_id_outside_the_contract_is_refused_and_not_echoed() -> None:
 def test_a_project_id_no_project_can_have_is_the_strangers_403() -> None:
     frame = refusal(chat(projectId="x" * 2000))
     assert (frame["status"], frame["body"]["error"]["code"]) == (403, "forbidden")
+
+
+NOW = 1_800_000_000.0
+
+
+@pytest.mark.parametrize("exp", ["1800000060", 1_800_000_060, 1_800_000_000.5])
+def test_a_frame_before_its_tokens_exp_acts_for_the_connections_sub(exp: Any) -> None:
+    # Given the authorizer's context as API Gateway hands it on (exp as text, or a number)
+    authorizer = {"principalId": "alice", "sub": "alice", "exp": exp}
+    # Then a frame before the token's exp acts for alice
+    assert caller_of(authorizer, NOW) == "alice"
+
+
+@pytest.mark.parametrize(
+    "exp", ["1800000000", 1_799_999_999, "not a time", "nan", None, True, ["1"]]
+)
+def test_a_frame_from_its_tokens_exp_or_with_an_unreadable_exp_is_a_401(exp: Any) -> None:
+    # Given a connection whose token expired (or whose exp cannot be read)
+    authorizer = {"principalId": "alice", "sub": "alice", "exp": exp}
+    # When / Then the frame acts for no one, as the HTTP API refuses an expired token
+    with pytest.raises(Unauthenticated, match="expired"):
+        caller_of(authorizer, NOW)
+
+
+def test_a_connection_without_exp_is_make_devs_demo_token_and_does_not_expire() -> None:
+    assert caller_of({"principalId": "alice", "sub": "alice"}, NOW) == "alice"
 
 
 def conversation() -> Conversation:

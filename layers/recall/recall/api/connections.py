@@ -1,7 +1,8 @@
 """How the WebSocket functions reach out: frames to a client through API Gateway's
-management API (``POST /@connections/{connectionId}``), and a turn handed to the streaming
-worker as an asynchronous Lambda invocation, so it may outlive API Gateway's 29-second
-integration limit. ``make dev`` and tests put in-process links in front with ``use``."""
+management API (``POST /@connections/{connectionId}``, and ``DELETE`` to close one), and a
+turn handed to the streaming worker as an asynchronous Lambda invocation, so it may
+outlive API Gateway's 29-second integration limit. ``make dev`` and tests put in-process
+links in front with ``use``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from botocore.exceptions import ClientError
 
 from recall.api.stream import Connection, ConnectionGone, Frame
 
-# The management API's client has no type stubs installed; its one call is post_to_connection.
+# The management API's client has no type stubs installed; its calls are post_to_connection
+# and delete_connection.
 ManagementClient = Any
 
 if TYPE_CHECKING:
@@ -44,6 +46,14 @@ class ManagedConnection:
             if exc.response.get("Error", {}).get("Code") == "GoneException":
                 raise ConnectionGone(self._connection_id) from exc
             raise
+
+    def close(self) -> None:
+        """API Gateway closes the socket (status 1000) and sends ``$disconnect``."""
+        try:
+            self._client.delete_connection(ConnectionId=self._connection_id)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "GoneException":
+                raise
 
 
 @lru_cache(maxsize=8)

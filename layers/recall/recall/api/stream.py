@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import json
+import math
 import re
 import time
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -120,15 +121,41 @@ def read_frame(text: str | None, max_bytes: int) -> ChatFrame:
     return frame
 
 
-def caller_of(authorizer: dict[str, Any] | None) -> str:
+def request_id_in(text: str | None, max_bytes: int) -> str | None:
+    """The frame's ``requestId`` when it has a valid one, whether or not the frame is: a
+    frame refused before it is read (its token expired) still names its request."""
+    try:
+        return read_frame(text, max_bytes).request_id
+    except FrameRefused as refused:
+        found: str | None = refused.frame["requestId"]
+        return found
+
+
+def caller_of(authorizer: dict[str, Any] | None, now: float) -> str:
     """The ``sub`` the $connect authorizer verified and API Gateway keeps on every later
-    frame of the connection; never a user id from a frame."""
-    subject = (authorizer or {}).get("sub")
+    frame of the connection; never a user id from a frame. From the token's ``exp``, kept
+    beside it, the connection acts for no one, as the HTTP API refuses an expired token;
+    one that cannot be read is past. Only ``make dev``'s unsigned demo tokens carry no
+    ``exp``, and their connections none: the deployed authorizer requires and keeps it."""
+    found = authorizer or {}
+    subject = found.get("sub")
     if not isinstance(subject, str) or not subject.strip():
         raise Unauthenticated("Sign in: the connection carries no identity.")
     if not fits_user_id(subject):
         raise Unauthenticated("The token's subject is not one this API can serve.")
+    if "exp" in found and not now < _seconds(found["exp"]):
+        raise Unauthenticated("The token has expired: connect again with a new one.")
     return subject
+
+
+def _seconds(value: Any) -> float:
+    """A time API Gateway handed on, as text or a number; what is neither is long past."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return -math.inf
+    try:
+        return float(value)
+    except (ValueError, OverflowError):
+        return -math.inf
 
 
 # --- Frames the server sends -------------------------------------------------------------
@@ -165,6 +192,9 @@ class ConnectionGone(Exception):
 class Connection(Protocol):
     def post(self, frame: Frame) -> None:
         """Send one frame; raises `ConnectionGone` once the client has left."""
+
+    def close(self) -> None:
+        """End the connection from the server's side; nothing when the client has left."""
 
 
 class StreamedTurn:

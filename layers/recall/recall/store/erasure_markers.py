@@ -4,7 +4,7 @@
 the transaction that starts erasing that member's data, so from then on they hold no role;
 ``erasing`` on the project item hides a project being deleted. Each marker goes last, once
 everything it stands for is gone, so a failure part-way leaves it for the retry. The keys
-are the projects store's (``store/projects.py``)."""
+are the projects store's (``store/projects.py``), their prefixes ``store/keys.py``'s."""
 
 from __future__ import annotations
 
@@ -15,10 +15,8 @@ from botocore.exceptions import ClientError
 from recall.domain.access import Role
 from recall.settings import Settings
 from recall.store.dynamodb import batch_delete, batch_write, to_value, translate
+from recall.store.keys import ERASING_PREFIX, FORMER_PREFIX, MEMBER_PREFIX
 from recall.store.projects import (
-    ERASING_PREFIX,
-    FORMER_PREFIX,
-    MEMBER_PREFIX,
     ProjectStore,
     erasing_key,
     failed_at,

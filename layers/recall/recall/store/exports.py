@@ -1,11 +1,12 @@
 """The exports bucket (S3): large exports as JSON Lines, written by a multipart upload
 and fetched through a pre-signed link. This module alone knows their keys,
-``exports/<userId>/<projectId>/<exportId>.jsonl`` (ids URL-quoted, so no user's prefix
-holds another's), which lets an erasure find a user's exports by prefix."""
+``exports/<user>/<projectId>/<exportId>.jsonl``, ``<user>`` the SHA-256 of the user id in
+hex (the project id URL-quoted), which lets an erasure find a user's exports by prefix."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+import hashlib
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -39,7 +40,12 @@ def s3_client() -> S3Client:
 
 
 def export_prefix(user_id: str, project_id: str) -> str:
-    return f"exports/{quote(user_id, safe='')}/{quote(project_id, safe='')}/"
+    """Where the user's exports of the project go. The user is named by a hash: a user id
+    may be almost as long as S3's whole key (1,024 bytes), and three times that URL-quoted;
+    the hash is 64 characters, the same for the same user every time, and no user's prefix
+    holds another's."""
+    user = hashlib.sha256(user_id.encode()).hexdigest()
+    return f"exports/{user}/{quote(project_id, safe='')}/"
 
 
 class ExportUpload:

@@ -5,9 +5,9 @@ key, which splits back at its ``#``.
 
 DynamoDB refuses a partition key over 2,048 bytes and a sort key over 1,024 bytes (moto
 does not), so every id a client sends is bounded here, before any key is built from it:
-a user id is at most what fits after ``MEMBER#`` in the Projects sort key, and a project
-or conversation id gets half of what a thread key (``<user>#<project>#<conversation>``)
-leaves after the longest user id."""
+a user id is at most what fits after the longest prefix a Projects sort key puts before
+one (``ERASING#``), and a project or conversation id gets half of what a thread key
+(``<user>#<project>#<conversation>``) leaves after the longest user id."""
 
 from __future__ import annotations
 
@@ -19,7 +19,15 @@ from recall.domain import clock
 SEPARATOR = "#"
 PARTITION_KEY_MAX_BYTES = 2_048
 SORT_KEY_MAX_BYTES = 1_024
-USER_ID_MAX_BYTES = SORT_KEY_MAX_BYTES - len("MEMBER#")
+# The Projects table's sort keys that end in a user id: a member, the marker of an erasure
+# under way, a member an owner removed. A user id must fit after the longest of them.
+MEMBER_PREFIX = "MEMBER#"
+ERASING_PREFIX = "ERASING#"
+FORMER_PREFIX = "FORMER#"
+USER_SORT_KEY_PREFIXES = (MEMBER_PREFIX, ERASING_PREFIX, FORMER_PREFIX)
+USER_ID_MAX_BYTES = SORT_KEY_MAX_BYTES - max(
+    len(prefix.encode()) for prefix in USER_SORT_KEY_PREFIXES
+)
 ID_MAX_BYTES = (PARTITION_KEY_MAX_BYTES - USER_ID_MAX_BYTES - 2 * len(SEPARATOR)) // 2
 
 

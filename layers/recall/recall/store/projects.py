@@ -1,7 +1,8 @@
 """The Projects table: the project item (``sk = PROJECT``) and one item per member
 (``sk = MEMBER#<userId>``, also indexed by ``memberId`` to list a user's projects).
 
-Its keys are known here alone; ``store/erasure_markers.py`` writes an erasure's markers
+Its keys are built here alone (their prefixes are ``store/keys.py``'s, which bounds a user
+id by the longest); ``store/erasure_markers.py`` writes an erasure's markers
 (``ERASING#<userId>``, ``erasing`` on the project item) with them. ``FORMER#<userId>`` is
 a member an owner removed, whose data waits for their own erasure or the project's.
 The project item's ``memberCount`` bounds how many members there are (``MEMBERS_MAX``): it
@@ -39,16 +40,12 @@ from recall.store.dynamodb import (
     to_value,
     translate,
 )
+from recall.store.keys import ERASING_PREFIX, FORMER_PREFIX, MEMBER_PREFIX
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 PROJECT_SK = "PROJECT"
-MEMBER_PREFIX = "MEMBER#"
-ERASING_PREFIX = "ERASING#"
-# A member removed by an owner: their data stays (it is theirs, and comes back if they are
-# added again) until they erase it or the project is deleted, which both find them here.
-FORMER_PREFIX = "FORMER#"
 BY_MEMBER = "byMember"
 ROLE_LOST = "Your role on this project changed meanwhile; it no longer allows this."
 STILL_ERASING = "This user's data in the project is still being erased; try again shortly."
@@ -68,6 +65,9 @@ def erasing_key(project_id: str, user_id: str) -> Item:
 
 
 def former_key(project_id: str, user_id: str) -> Item:
+    """A member removed by an owner: their data stays (it is theirs, and comes back if they
+    are added again) until they erase it or the project is deleted, which both find them
+    here."""
     return to_item({"projectId": project_id, "sk": FORMER_PREFIX + user_id})
 
 
