@@ -9,6 +9,7 @@ import json
 from recall.domain.ids import new_id
 from recall.domain.memory import shows_something
 from recall.domain.messages import Message
+from recall.domain.numbers import with_storable_numbers
 from recall.domain.presets import model_choices
 from recall.domain.prompt import ModelError, ModelReply, ToolCall, ToolResult, Usage
 from recall.errors import Invalid, TooLarge
@@ -114,6 +115,12 @@ def fitted(message: Message, max_bytes: int) -> Message:
     return message
 
 
+def _storable(calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls with any number in their input that DynamoDB cannot hold kept as its text:
+    the model's input is saved as near as it can be, and never fails the turn's save."""
+    return [call.model_copy(update={"input": with_storable_numbers(call.input)}) for call in calls]
+
+
 def turn_messages(
     text: str, model_id: str, exchange: Exchange, at: str, max_bytes: int
 ) -> list[Message]:
@@ -131,7 +138,7 @@ def turn_messages(
                     content=", ".join(
                         f"{call.name} {call.input.get('key', '')}".strip() for call in round_.calls
                     ),
-                    tool_calls=round_.calls,
+                    tool_calls=_storable(round_.calls),
                     tool_results=round_.results,
                     model=model_id,
                     created_at=at,
@@ -139,7 +146,7 @@ def turn_messages(
                 max_bytes,
             )
         )
-    calls = [call for round_ in exchange.rounds for call in round_.calls]
+    calls = _storable([call for round_ in exchange.rounds for call in round_.calls])
     failure = exchange.failure
     reply = exchange.reply
     saved.append(

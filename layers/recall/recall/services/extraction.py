@@ -36,6 +36,7 @@ from recall.domain.memory import (
 )
 from recall.domain.memory_proposals import for_this_conversation, propose_memories
 from recall.domain.messages import Message
+from recall.domain.numbers import FRACTION_RANGE, storable_number
 from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
 from recall.domain.transcript import clipped, newest_that_fit
 from recall.domain.usage import Counts
@@ -183,6 +184,8 @@ class ModelExtractor:
         candidates: list[MemoryEntry] = []
         for entry in proposed.entries:
             try:
+                if not storable_number(entry.confidence):
+                    raise Invalid(FRACTION_RANGE)
                 candidates.append(
                     _candidate(
                         check_key(entry.key),
