@@ -17,6 +17,7 @@ from recall.domain import clock
 from recall.domain.context import assemble
 from recall.domain.conversations import Conversation
 from recall.domain.memory import MemoryEntry
+from recall.domain.memory_proposals import carries_signals
 from recall.domain.messages import Message
 from recall.domain.prompt import Usage
 from recall.domain.session import next_window
@@ -119,8 +120,11 @@ class ChatService:
         exchange = self._tools.converse(
             request, memory, conversation.conversation_id, listener, deadline
         )
+        signals = carries_signals(text)
         try:
-            saved, left_window, written = self._save(loaded, text, model_id, exchange, memory)
+            saved, left_window, written = self._save(
+                loaded, text, model_id, exchange, memory, signals
+            )
         except Exception:
             self._loader.abandon(loaded)
             raise
@@ -128,7 +132,7 @@ class ChatService:
             self._followups.jobs_after(
                 conversation,
                 conversation.message_count + len(saved),
-                text,
+                signals=signals,
                 left_window=left_window and loaded.settings.use_summary,
                 sends_memory=loaded.settings.send_memory,
             )
@@ -169,6 +173,7 @@ class ChatService:
         model_id: str,
         exchange: Exchange,
         memory: TurnMemory,
+        signals: bool,
     ) -> tuple[list[Message], bool, TurnMemoryWrites | None]:
         """One transaction. When another turn on the thread saved first (or it was archived
         or unarchived), re-read the thread and its window and save again with fresh ids, so
@@ -225,6 +230,7 @@ class ChatService:
                         at=at,
                         memory=written,
                         usage=TurnUsage(counters, counts, now) if counters else None,
+                        signals=signals,
                     )
                 )
             except ConversationChanged as changed:

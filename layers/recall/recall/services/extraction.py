@@ -274,6 +274,8 @@ class ExtractionService:
         except Exception:
             self._give_back(job, slot)
             raise
+        if conversation.signals_at is not None:
+            self._signals_read(job, conversation.signals_at)
         metrics.add_metric(name="MemoriesExtracted", unit=MetricUnit.Count, value=report.written)
         logger.info(
             "extraction done",
@@ -299,6 +301,19 @@ class ExtractionService:
             thread=thread,
             withdrawn=self._deleted_by_user(job, recent),
         )
+
+    def _signals_read(self, job: ExtractJob, seen: str) -> None:
+        """The thread's signals were read: turns stop queueing extraction for them. Best
+        effort: a stamp left behind only queues one more extraction, which the cooldown
+        and the decisions keep from writing anything twice."""
+        try:
+            cleared = self._conversations.signals_read(
+                job.user_id, job.project_id, job.conversation_id, seen
+            )
+        except Exception:
+            logger.exception("thread's signals not marked read")
+            return
+        logger.info("thread's signals read", extra={"cleared": cleared})
 
     def _give_back(self, job: ExtractJob, slot: ExtractionSlot) -> None:
         """A run that failed after its claim (the model throttled, a write refused) gives
