@@ -981,3 +981,45 @@ def test_archiving_a_thread_while_a_turn_runs_leaves_it_archived_in_the_archived
     assert [(row["id"], row["archived"], row["turnCount"]) for row in archived] == [
         (thread, True, 2)
     ]
+
+
+class OddNumbers:
+    """A model whose tool call carries numbers DynamoDB cannot hold, then replies."""
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        if request.messages[-1].tool_results:
+            return ModelReply(text="Done.", stop_reason="end_turn")
+        call = ToolCall(
+            id="odd",
+            name="save_preference",
+            input={
+                "key": "tone",
+                "value": "warm",
+                "category": "brand",
+                "weights": [1.5e-200, 0.5],
+                "big": {"id": 123456789012345678901234567890123456789012},
+                "far": float("inf"),
+            },
+        )
+        return ModelReply(tool_calls=[call], stop_reason="tool_use")
+
+
+def test_a_tool_input_number_dynamodb_cannot_hold_is_saved_as_its_text(
+    alice: Api, make_project: MakeProject, use_provider: Callable[[Any], None]
+) -> None:
+    # Given
+    use_provider(OddNumbers())
+    project = make_project(alice)
+    # When
+    reply = say(alice, project, "Keep the tone warm")
+    # Then: the turn and its memory are saved; the odd numbers are kept as their JSON text
+    assert reply.status == 200, reply
+    assert [entry["key"] for entry in reply.body["memoriesSaved"]] == ["tone"]
+    thread = reply.body["conversation"]["id"]
+    messages = alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
+    [tool] = [message for message in messages if message["role"] == "tool"]
+    kept = tool["toolCalls"][0]["input"]
+    assert kept["weights"] == ["1.5e-200", 0.5]
+    assert kept["big"] == {"id": "123456789012345678901234567890123456789012"}
+    assert kept["far"] == "Infinity"
+    assert messages[-1]["toolCalls"][0]["input"] == kept

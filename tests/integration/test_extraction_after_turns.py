@@ -10,16 +10,17 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+import boto3
 import pytest
 
-from local import runtime, template
+from local import background, embedded, runtime, template
 from recall.domain.jobs import ExtractJob, job_body
 from recall.domain.memory import MemoryEntry
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelThrottled
 from recall.domain.usage import Counts
 from recall.services.extraction import RuleExtractor
-from recall.wiring import job_runner, memory_store
+from recall.wiring import conversation_store, job_runner, memory_store
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -169,3 +170,70 @@ def test_an_extraction_the_model_failed_runs_when_sqs_delivers_it_again(
     # Then the model was asked again, and the extraction ran
     assert len(calls) == 2
     assert extraction_ran(alice, project)
+
+
+def kinds_queued(store: embedded.EmbeddedStore, api: Api) -> list[str]:
+    """The kinds of the jobs queued for ``api``'s user, taken off the queue; other tests'
+    jobs are hidden while the queue is read through, then made visible again."""
+    queue = store.queues["MemoryJobsQueue"]
+    client = boto3.client("sqs", endpoint_url=store.endpoint, region_name=background.REGION)
+    kinds: list[str] = []
+    others: list[str] = []
+    while messages := client.receive_message(
+        QueueUrl=queue.url, MaxNumberOfMessages=10, WaitTimeSeconds=0, VisibilityTimeout=60
+    ).get("Messages", []):
+        for message in messages:
+            body = json.loads(message["Body"])
+            if body.get("userId") == api.sub:
+                kinds.append(body["kind"])
+                client.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
+            else:
+                others.append(message["ReceiptHandle"])
+    for handle in others:
+        client.change_message_visibility(
+            QueueUrl=queue.url, ReceiptHandle=handle, VisibilityTimeout=0
+        )
+    return kinds
+
+
+def test_a_rule_said_while_the_thread_was_short_is_extracted_once_it_is_long_enough(
+    alice: Api, make_project: MakeProject, embedded_store: embedded.EmbeddedStore
+) -> None:
+    # Given a rule said in a thread's first turn, then a question: five messages
+    project = make_project(alice)
+    thread = chat(alice, project, "I prefer serif fonts for every heading")["conversation"]["id"]
+    chat(alice, project, "What should the homepage show first?", thread)
+    assert "extract" not in kinds_queued(embedded_store, alice)
+    # When a turn with no rule of its own makes the thread long enough
+    chat(alice, project, "Thanks, that helps", thread)
+    # Then extraction is queued for the rule said earlier
+    assert "extract" in kinds_queued(embedded_store, alice)
+    # And once it ran, later chatter queues none until a rule is said again
+    extract(alice, project, thread)
+    assert extraction_ran(alice, project)
+    chat(alice, project, "What about the footer?", thread)
+    assert "extract" not in kinds_queued(embedded_store, alice)
+    chat(alice, project, "Never use stock photos", thread)
+    assert "extract" in kinds_queued(embedded_store, alice)
+
+
+def test_an_extraction_leaves_the_stamp_of_a_rule_said_after_it_read_the_thread(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a thread stamped by a rule, read by an extraction, then stamped again
+    project = make_project(alice)
+    thread = chat(alice, project, "Always keep the header dark.")["conversation"]["id"]
+    user = alice.sub or ""
+    seen = conversation_store().get(user, project, thread)
+    assert seen is not None and seen.signals_at is not None
+    chat(alice, project, "Never use stock photos", thread)
+    # When the extraction marks what it read
+    cleared = conversation_store().signals_read(user, project, thread, seen.signals_at)
+    # Then the later rule's stamp stands
+    after = conversation_store().get(user, project, thread)
+    assert not cleared
+    assert after is not None and after.signals_at is not None
+    assert after.signals_at > seen.signals_at
+    assert conversation_store().signals_read(user, project, thread, after.signals_at)
+    cleared_thread = conversation_store().get(user, project, thread)
+    assert cleared_thread is not None and cleared_thread.signals_at is None

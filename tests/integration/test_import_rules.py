@@ -284,6 +284,37 @@ def test_a_confidence_too_small_to_store_is_a_422_not_a_stuck_import(
     assert fields(imported) == ["memories.0.confidence"]
 
 
+def test_a_number_dynamodb_cannot_hold_in_a_message_is_a_422_naming_it(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given: a tool call's input and a usage count DynamoDB could only round or refuse
+    project = make_project(alice)
+    at = "2025-03-01T09:00:00.000Z"
+    conversation = exported_thread([("user", "Keep it dark", at), ("assistant", "", at)], at, at)
+    reply = conversation["messages"][1]
+    reply["toolCalls"] = [
+        {
+            "id": "t1",
+            "name": "save_preference",
+            "input": {
+                "key": "dark",
+                "extra": [1, {"tiny": 1.5e-200}],
+                "big": 123456789012345678901234567890123456789012,
+            },
+        }
+    ]
+    reply["usage"] = {"inputTokens": 10**40 + 1, "outputTokens": 10**40}
+    # When
+    imported = alice.post(f"/projects/{project}/import", exported([], conversation))
+    # Then: each is named, and nothing was started
+    assert fields(imported) == [
+        "conversations.0.messages.1.toolCalls.0.input.extra.1.tiny",
+        "conversations.0.messages.1.toolCalls.0.input.big",
+        "conversations.0.messages.1.usage.inputTokens",
+    ]
+    assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
+
+
 def client_error(code: str, status: int) -> ClientError:
     return ClientError(
         {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "PutItem"

@@ -17,6 +17,7 @@ from recall.domain import clock
 from recall.domain.memory import Category, MemoryEntry, Scope, Source
 from recall.domain.prompt import ModelReply, ModelRequest, ToolCall
 from recall.errors import Conflict
+from recall.providers.offline import OfflineProvider
 from recall.services.chat import ChatService
 from recall.settings import get_settings
 from recall.store.conversation_items import conversation_key
@@ -283,6 +284,59 @@ def test_a_new_entry_is_left_out_when_its_scope_filled_while_the_model_ran(
     assert reply.body["memoriesSaved"] == []
     assert entry_keys(user, project) == keys
     assert memory_store().meta(user, project).persistent_count == cap
+    # And the reply and the saved thread say it was not saved
+    note = "Not saved after all, memory is full: turn_1."
+    assert note in reply.body["message"]["content"]
+    thread = reply.body["conversation"]["id"]
+    saved = alice.get(f"/projects/{project}/conversations/{thread}").body["messages"]
+    [tool] = [message for message in saved if message["role"] == "tool"]
+    [result] = tool["toolResults"]
+    assert result["isError"] and "was not saved" in result["content"]
+    assert saved[-1]["content"] == reply.body["message"]["content"]
+
+
+def test_the_offline_models_confirmation_of_a_dropped_entry_is_corrected(
+    alice: Api,
+    make_project: MakeProject,
+    model: Callable[[Any], None],
+    serialised_writes: list[str],
+) -> None:
+    # Given a project one entry short of full, whose last place is taken while the model runs
+    cap = get_settings().memory_cap
+    project = make_project(alice)
+    user = alice.sub or ""
+
+    def write(key: str) -> None:
+        entry = MemoryEntry(
+            key=key, value="v", category=Category.BRAND, scope=Scope.PERSISTENT
+        ).model_copy(update={"source": Source.EXPLICIT})
+        assert memory_store().write(user, project, entry, clock.now()) is not None
+
+    for n in range(cap - 1):
+        write(f"k{n}")
+
+    class TakesTheLastPlace(OfflineProvider):
+        taken = False
+
+        def converse(self, request: ModelRequest) -> ModelReply:
+            if not self.taken:
+                self.taken = True
+                write("rival")
+            return super().converse(request)
+
+    model(TakesTheLastPlace())
+    # When the user states a rule the offline model saves
+    reply = alice.post(f"/projects/{project}/chat", {"message": "Always keep the header dark"})
+    # Then its "Saved" is followed by the correction, and nothing claims the entry landed
+    assert reply.status == 200, reply
+    content = reply.body["message"]["content"]
+    assert content.startswith("Saved: header_dark.")
+    assert content.endswith(
+        "Not saved after all, memory is full: header_dark. "
+        "Forget or update an entry, then ask again."
+    )
+    assert reply.body["memoriesSaved"] == []
+    assert "header_dark" not in entry_keys(user, project)
 
 
 def test_a_member_removed_while_the_model_ran_saves_nothing(

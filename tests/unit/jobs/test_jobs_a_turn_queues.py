@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from recall.domain.conversations import Conversation
 from recall.domain.jobs import AnyJob, ExtractJob, SummarizeJob
+from recall.domain.memory_proposals import carries_signals
 from recall.services.followups import TurnFollowUps
 from recall.settings import Settings
 from recall.store.jobs import JobQueue
@@ -17,13 +18,22 @@ THREAD = Conversation(
     updated_at="2025-01-01T00:00:00.000Z",
 )
 RULE = "Always keep the header dark."
+IDS = {
+    "user_id": THREAD.user_id,
+    "project_id": THREAD.project_id,
+    "conversation_id": THREAD.conversation_id,
+}
 
 
 def jobs_after(
     messages_now: int, text: str, left_window: bool = False, sends_memory: bool = True
 ) -> list[AnyJob]:
     return followups().jobs_after(
-        THREAD, messages_now, text, left_window=left_window, sends_memory=sends_memory
+        THREAD,
+        messages_now,
+        signals=carries_signals(text),
+        left_window=left_window,
+        sends_memory=sends_memory,
     )
 
 
@@ -52,3 +62,15 @@ def test_a_thread_that_does_not_send_memory_queues_no_extraction() -> None:
     assert jobs_after(60, RULE, sends_memory=False) == []
     [job] = jobs_after(60, RULE, left_window=True, sends_memory=False)
     assert isinstance(job, SummarizeJob)
+
+
+def test_a_thread_stamped_with_unread_signals_queues_extraction_after_any_turn() -> None:
+    stamped = THREAD.model_copy(update={"signals_at": "2025-01-01T00:00:00.000Z"})
+    queued = followups().jobs_after(
+        stamped, 6, signals=carries_signals("thanks"), left_window=False, sends_memory=True
+    )
+    assert [job.kind for job in queued] == [ExtractJob(**IDS).kind]
+    assert (
+        followups().jobs_after(stamped, 5, signals=False, left_window=False, sends_memory=True)
+        == []
+    )

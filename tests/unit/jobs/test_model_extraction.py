@@ -142,6 +142,34 @@ def test_an_answer_outside_the_schema_proposes_nothing(client: Any, stubber: Stu
     )
 
 
+def test_an_entry_whose_confidence_dynamodb_cannot_hold_is_skipped_not_stored(
+    client: Any, stubber: Stubber
+) -> None:
+    # Given a model that gives one entry a confidence under DynamoDB's smallest number
+    stubber.add_response(
+        "converse",
+        tool_answer(
+            [
+                {"key": "tone", "value": "warm", "category": "brand", "confidence": 1.5e-200},
+                {"key": "header_dark", "value": "dark", "category": "brand", "confidence": 0.9},
+            ]
+        ),
+        forced_request(),
+    )
+    extractor = ModelExtractor(
+        BedrockProvider(client),
+        MODEL,
+        512,
+        500,
+        transcript_max_chars=100_000,
+        message_max_chars=8_000,
+    )
+    # When
+    candidates = extractor.propose(MESSAGES)
+    # Then only the other entry is a candidate: the job never writes what the store refuses
+    assert [candidate.key for candidate in candidates] == ["header_dark"]
+
+
 class Capture:
     """A model that records what it was asked and proposes nothing."""
 

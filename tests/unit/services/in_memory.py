@@ -334,6 +334,7 @@ class InMemoryConversations:
                 "version": current.version + 1,
                 "window_start": turn.window_start,
                 "last_message_id": turn.messages[-1].message_id,
+                **({"signals_at": turn.at} if turn.signals else {}),
             }
         )
 

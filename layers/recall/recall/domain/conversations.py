@@ -48,6 +48,9 @@ class Conversation(BaseModel):
     # When the last turn was saved: a session starts after SESSION_IDLE_SECONDS without
     # one. Not ``updated_at``, which a rename or an archive moves too.
     last_turn_at: str | None = None
+    # When a user message carrying preference signals was saved that no extraction has
+    # read since: the thread is due one once it is long enough, whichever message said it.
+    signals_at: str | None = None
 
 
 DEFAULT_TITLE = "New conversation"

@@ -32,7 +32,6 @@ from recall.domain.memory import Action, Category, Scope, Source
 from recall.domain.messages import MessageRole, MessageStatus
 from recall.domain.numbers import FRACTION_RANGE, storable_number
 from recall.domain.presets import ContextPrompt, Preset, PresetCopy, ThreadSettings
-from recall.domain.prompt import ToolCall, ToolResult, Usage
 
 EXPORT_FORMAT: Literal["recall.export"] = "recall.export"
 EXPORT_VERSION: Literal[2] = 2
@@ -49,16 +48,40 @@ class Wire(BaseModel):
 # The export document (also the import's first format)
 
 
+# A message's parts are camelCase as the chat reply and GET conversation give them
+# (``toolCallId``, ``inputTokens``); the snake_case names exports wrote before are read too,
+# so a document exported then still imports with its usage and tool results.
+
+
+class ExportedToolCall(Wire):
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExportedToolResult(Wire):
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+class ExportedUsage(Wire):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+
+
 class ExportedMessage(Wire):
     id: str = Field(max_length=64)
     role: MessageRole
     content: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_results: list[ToolResult] = Field(default_factory=list)
+    tool_calls: list[ExportedToolCall] = Field(default_factory=list)
+    tool_results: list[ExportedToolResult] = Field(default_factory=list)
     model: str | None = None
     status: MessageStatus = "complete"
     error: str | None = None
-    usage: Usage | None = None
+    usage: ExportedUsage | None = None
     created_at: str
 
 

@@ -19,7 +19,7 @@ a preset here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 import hashlib
@@ -53,6 +53,7 @@ from recall.domain.memory import (
 )
 from recall.domain.memory_imports import checked_memories
 from recall.domain.messages import Message
+from recall.domain.numbers import NUMBER_RANGE, unstorable_numbers
 from recall.domain.presets import (
     ContextPrompt,
     Preset,
@@ -287,6 +288,9 @@ def _checked_messages(
             problems.add(f"{field}.content", f"at most {limits.message_max_chars} characters")
         if _needs_text(sent) and not shows_something(sent.content):
             problems.add(f"{field}.content", "some text: it must not be blank")
+        if isinstance(sent, ExportedMessage):
+            for place in _unstorable_numbers(sent, field):
+                problems.add(place, NUMBER_RANGE)
         if at is None:
             continue
         values = (
@@ -300,6 +304,15 @@ def _checked_messages(
             continue
         checked.append(message)
     return checked
+
+
+def _unstorable_numbers(sent: ExportedMessage, field: str) -> Iterator[str]:
+    """Numbers DynamoDB cannot hold in a message's tool inputs or usage, by the fields the
+    document names them with: refused here, not rounded or failed by the chunk's write."""
+    for index, call in enumerate(sent.tool_calls):
+        yield from unstorable_numbers(call.input, f"{field}.toolCalls.{index}.input")
+    if sent.usage is not None:
+        yield from unstorable_numbers(sent.usage.model_dump(by_alias=True), f"{field}.usage")
 
 
 def _needs_text(sent: ExportedMessage | PlainMessage) -> bool:

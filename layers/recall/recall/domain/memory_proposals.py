@@ -95,6 +95,12 @@ def propose_memories(message: str) -> list[MemoryProposal]:
     return list(proposals.values())
 
 
+def carries_signals(message: str) -> bool:
+    """Whether a user's message states something worth remembering: what makes its thread
+    due an extraction, now or once it is long enough."""
+    return bool(propose_memories(message))
+
+
 def for_this_conversation(text: str) -> bool:
     """Whether words say they hold for this conversation alone ("in this chat, ..."): a
     thread entry, never project memory."""

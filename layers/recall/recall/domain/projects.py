@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from recall.domain.access import Role
 from recall.domain.memory import plain_text, shows_something
-from recall.domain.numbers import storable_number
+from recall.domain.numbers import NUMBER_RANGE, storable_number
 from recall.domain.presets import ThreadSettings
 from recall.domain.usage import Budget
 from recall.errors import Invalid
@@ -76,13 +76,7 @@ def checked_context(
                 {"field": f"context.{name}", "message": f"at most {max_value_chars} characters"}
             )
         elif isinstance(value, int | float) and not storable_number(value):
-            details.append(
-                {
-                    "field": f"context.{name}",
-                    "message": "a finite number of at most 38 significant digits, "
-                    "zero or of magnitude 1e-130 to under 1e126",
-                }
-            )
+            details.append({"field": f"context.{name}", "message": NUMBER_RANGE})
     if details:
         raise Invalid("The project context is not valid.", details)
     return dict(context)

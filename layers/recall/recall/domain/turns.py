@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 import json
 
 from recall.domain.ids import new_id
-from recall.domain.memory import shows_something
+from recall.domain.memory import Scope, shows_something
 from recall.domain.messages import Message
+from recall.domain.numbers import with_storable_numbers
 from recall.domain.presets import model_choices
 from recall.domain.prompt import ModelError, ModelReply, ToolCall, ToolResult, Usage
 from recall.errors import Invalid, TooLarge
@@ -114,6 +115,71 @@ def fitted(message: Message, max_bytes: int) -> Message:
     return message
 
 
+def with_unsaved(exchange: Exchange, unsaved: list[tuple[str, str | None]]) -> Exchange:
+    """The exchange as the turn really ends when entries its tools saved cannot land (each
+    ``(key, conversation_id)``: their scope filled while the model ran): each such save's
+    result becomes a refusal, and the reply ends with a note naming them, so neither the
+    saved thread nor the answer claims a save that did not happen. The model's own words
+    are kept as it wrote them."""
+    if not unsaved:
+        return exchange
+    places = {(key, conversation_id is not None) for key, conversation_id in unsaved}
+    rounds = [
+        ToolRound(
+            round_.calls,
+            [
+                _refused(result) if _saved_place(result) in places else result
+                for result in round_.results
+            ],
+        )
+        for round_ in exchange.rounds
+    ]
+    keys = ", ".join(dict.fromkeys(key for key, _ in unsaved))
+    note = (
+        f"Not saved after all, memory is full: {keys}. Forget or update an entry, then ask again."
+    )
+    reply = exchange.reply or ModelReply()
+    text = f"{reply.text}\n\n{note}" if reply.text else note
+    return Exchange(
+        reply=reply.model_copy(update={"text": text}),
+        rounds=rounds,
+        usage=exchange.usage,
+        failure=exchange.failure,
+    )
+
+
+def _saved_place(result: ToolResult) -> tuple[str, bool] | None:
+    """The key a save's result names, and whether it is a thread's: ``None`` for any other
+    result (a refusal, a forget)."""
+    if result.is_error:
+        return None
+    try:
+        said = json.loads(result.content)
+    except ValueError:
+        return None
+    if not isinstance(said, dict) or not isinstance(said.get("saved"), str):
+        return None
+    return said["saved"], said.get("scope") == Scope.THREAD
+
+
+def _refused(result: ToolResult) -> ToolResult:
+    key = _saved_place(result)
+    name = key[0] if key else ""
+    return result.model_copy(
+        update={
+            "content": f"Memory is full: {name!r} was not saved. "
+            "Update or forget an entry before adding it.",
+            "is_error": True,
+        }
+    )
+
+
+def _storable(calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls with any number in their input that DynamoDB cannot hold kept as its text:
+    the model's input is saved as near as it can be, and never fails the turn's save."""
+    return [call.model_copy(update={"input": with_storable_numbers(call.input)}) for call in calls]
+
+
 def turn_messages(
     text: str, model_id: str, exchange: Exchange, at: str, max_bytes: int
 ) -> list[Message]:
@@ -131,7 +197,7 @@ def turn_messages(
                     content=", ".join(
                         f"{call.name} {call.input.get('key', '')}".strip() for call in round_.calls
                     ),
-                    tool_calls=round_.calls,
+                    tool_calls=_storable(round_.calls),
                     tool_results=round_.results,
                     model=model_id,
                     created_at=at,
@@ -139,7 +205,7 @@ def turn_messages(
                 max_bytes,
             )
         )
-    calls = [call for round_ in exchange.rounds for call in round_.calls]
+    calls = _storable([call for round_ in exchange.rounds for call in round_.calls])
     failure = exchange.failure
     reply = exchange.reply
     saved.append(

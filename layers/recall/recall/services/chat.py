@@ -17,12 +17,19 @@ from recall.domain import clock
 from recall.domain.context import assemble
 from recall.domain.conversations import Conversation
 from recall.domain.memory import MemoryEntry
+from recall.domain.memory_proposals import carries_signals
 from recall.domain.messages import Message
 from recall.domain.prompt import Usage
 from recall.domain.session import next_window
 from recall.domain.turn_events import TurnListener
 from recall.domain.turn_memory import TurnMemory
-from recall.domain.turns import Exchange, checked_message, checked_model, turn_messages
+from recall.domain.turns import (
+    Exchange,
+    checked_message,
+    checked_model,
+    turn_messages,
+    with_unsaved,
+)
 from recall.domain.usage import Counts
 from recall.errors import Conflict, Invalid, ModelFailed
 from recall.observability import logger, metrics
@@ -119,8 +126,11 @@ class ChatService:
         exchange = self._tools.converse(
             request, memory, conversation.conversation_id, listener, deadline
         )
+        signals = carries_signals(text)
         try:
-            saved, left_window, written = self._save(loaded, text, model_id, exchange, memory)
+            saved, left_window, written = self._save(
+                loaded, text, model_id, exchange, memory, signals
+            )
         except Exception:
             self._loader.abandon(loaded)
             raise
@@ -128,7 +138,7 @@ class ChatService:
             self._followups.jobs_after(
                 conversation,
                 conversation.message_count + len(saved),
-                text,
+                signals=signals,
                 left_window=left_window and loaded.settings.use_summary,
                 sends_memory=loaded.settings.send_memory,
             )
@@ -169,6 +179,7 @@ class ChatService:
         model_id: str,
         exchange: Exchange,
         memory: TurnMemory,
+        signals: bool,
     ) -> tuple[list[Message], bool, TurnMemoryWrites | None]:
         """One transaction. When another turn on the thread saved first (or it was archived
         or unarchived), re-read the thread and its window and save again with fresh ids, so
@@ -189,12 +200,15 @@ class ChatService:
             tool_rounds=len(exchange.rounds),
         )
         idle = timedelta(seconds=settings.session_idle_seconds)
+        # Entries the tools saved that could not land: the thread and reply say so.
+        unsaved: list[tuple[str, str | None]] = []
         for attempt in range(settings.turn_retry_max):
             if attempt:
                 time.sleep(backoff_seconds(attempt - 1, settings.turn_retry_base_seconds))
             now = clock.now()
             at = clock.stamp(now)
-            saved = turn_messages(text, model_id, exchange, at, settings.model_message_max_bytes)
+            told = with_unsaved(exchange, unsaved)
+            saved = turn_messages(text, model_id, told, at, settings.model_message_max_bytes)
             kept = next_window(
                 window,
                 saved,
@@ -225,6 +239,7 @@ class ChatService:
                         at=at,
                         memory=written,
                         usage=TurnUsage(counters, counts, now) if counters else None,
+                        signals=signals,
                     )
                 )
             except ConversationChanged as changed:
@@ -246,7 +261,7 @@ class ChatService:
                 held = self._memories.refreshed(user_id, project_id, held, changes)
                 for scope in changed.full:
                     if not self._memories.reclaim(user_id, project_id, scope, now):
-                        self._drop_new(memory, held, scope)
+                        unsaved += self._drop_new(memory, held, scope)
                 continue
             ids = {message.message_id for message in kept}
             left = any(message.message_id not in ids for message in window)
@@ -263,14 +278,20 @@ class ChatService:
         )
 
     @staticmethod
-    def _drop_new(memory: TurnMemory, held: HeldMemory, scope: str | None) -> None:
+    def _drop_new(
+        memory: TurnMemory, held: HeldMemory, scope: str | None
+    ) -> list[tuple[str, str | None]]:
         """A scope filled while the model ran: the turn's new entries there cannot land,
-        and the turn saves without them rather than fail the reply."""
+        and the turn saves without them rather than fail the reply. Returns the places of
+        those it dropped, for the reply to own up to."""
+        dropped = []
         for change in memory.changes():
             if change.entry is None or change.conversation_id != scope or held.holds(change):
                 continue
             memory.drop(change)
+            dropped.append(change.place)
             logger.warning(
                 "memory entry not saved: its scope filled during the turn",
                 extra={"key": change.key, "scope": change.entry.scope},
             )
+        return dropped

@@ -36,6 +36,7 @@ from recall.domain.memory import (
 )
 from recall.domain.memory_proposals import for_this_conversation, propose_memories
 from recall.domain.messages import Message
+from recall.domain.numbers import FRACTION_RANGE, storable_number
 from recall.domain.prompt import ModelProvider, ModelRequest, PromptMessage, ToolSpec
 from recall.domain.transcript import clipped, newest_that_fit
 from recall.domain.usage import Counts
@@ -183,6 +184,8 @@ class ModelExtractor:
         candidates: list[MemoryEntry] = []
         for entry in proposed.entries:
             try:
+                if not storable_number(entry.confidence):
+                    raise Invalid(FRACTION_RANGE)
                 candidates.append(
                     _candidate(
                         check_key(entry.key),
@@ -271,6 +274,8 @@ class ExtractionService:
         except Exception:
             self._give_back(job, slot)
             raise
+        if conversation.signals_at is not None:
+            self._signals_read(job, conversation.signals_at)
         metrics.add_metric(name="MemoriesExtracted", unit=MetricUnit.Count, value=report.written)
         logger.info(
             "extraction done",
@@ -296,6 +301,19 @@ class ExtractionService:
             thread=thread,
             withdrawn=self._deleted_by_user(job, recent),
         )
+
+    def _signals_read(self, job: ExtractJob, seen: str) -> None:
+        """The thread's signals were read: turns stop queueing extraction for them. Best
+        effort: a stamp left behind only queues one more extraction, which the cooldown
+        and the decisions keep from writing anything twice."""
+        try:
+            cleared = self._conversations.signals_read(
+                job.user_id, job.project_id, job.conversation_id, seen
+            )
+        except Exception:
+            logger.exception("thread's signals not marked read")
+            return
+        logger.info("thread's signals read", extra={"cleared": cleared})
 
     def _give_back(self, job: ExtractJob, slot: ExtractionSlot) -> None:
         """A run that failed after its claim (the model throttled, a write refused) gives

@@ -1,6 +1,7 @@
-"""What a turn leaves for later: extraction once the thread is long enough and the user's
-message carries preference signals (never from a thread that does not send memory: it
-neither reads nor writes project memory), and a summary job when messages left the window.
+"""What a turn leaves for later: extraction once the thread is long enough and holds a user
+message with preference signals that no extraction has read yet (this turn's, or an earlier
+one stamped on the thread as ``signals_at``; never from a thread that does not send memory:
+it neither reads nor writes project memory), and a summary job when messages left the window.
 Queued after the turn is saved; a failure here is logged and counted, and never reaches
 the reply."""
 
@@ -10,7 +11,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from recall.domain.conversations import Conversation
 from recall.domain.jobs import AnyJob, ExtractJob, SummarizeJob
-from recall.domain.memory_proposals import propose_memories
 from recall.observability import logger, metrics
 from recall.settings import Settings
 from recall.store.jobs import JobQueue
@@ -25,8 +25,8 @@ class TurnFollowUps:
         self,
         conversation: Conversation,
         messages_now: int,
-        user_text: str,
         *,
+        signals: bool,
         left_window: bool,
         sends_memory: bool,
     ) -> list[AnyJob]:
@@ -39,7 +39,8 @@ class TurnFollowUps:
         # Every message, tool ones too: an upper bound. The worker counts only user and
         # assistant messages, before it claims its slot.
         long_enough = messages_now >= self._settings.extract_min_messages
-        if sends_memory and long_enough and propose_memories(user_text):
+        due = signals or conversation.signals_at is not None
+        if sends_memory and long_enough and due:
             jobs.append(ExtractJob(**ids))
         if left_window:
             jobs.append(SummarizeJob(**ids))

@@ -347,11 +347,12 @@ class ConversationStore:
         updated_at: str,
         window_start: str | None,
         last_message_id: str,
+        signals: bool = False,
     ) -> dict[str, Any]:
         """The counters a turn moves and where its window now starts, for the turn's
         transaction, over the version the turn read: fails if the thread was deleted, or
         another turn, an archive or unarchive (its place in the list follows the flag) came
-        first."""
+        first. A user message with preference ``signals`` stamps ``signalsAt``."""
         names = {
             **_LIVE_NAMES,
             "#archived": "archived",
@@ -388,6 +389,9 @@ class ConversationStore:
             assignments += ", #windowStart = :start"
             values[":start"] = to_value(window_start)
         names["#windowStart"] = "windowStart"
+        if signals:
+            assignments += ", #signalsAt = :updatedAt"
+            names["#signalsAt"] = "signalsAt"
         # A thread saved before versions were kept has none: it reads as 0.
         version = (
             "(#version = :version OR attribute_not_exists(#version))"
@@ -404,6 +408,24 @@ class ConversationStore:
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
+
+    def signals_read(self, user_id: str, project_id: str, conversation_id: str, seen: str) -> bool:
+        """An extraction read the thread as it was at ``seen`` (its ``signalsAt``): clear
+        the stamp, unless a later turn stamped it again (or the thread is gone)."""
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=conversation_key(user_id, project_id, conversation_id),
+                UpdateExpression="REMOVE #signalsAt",
+                ConditionExpression="#signalsAt = :seen",
+                ExpressionAttributeNames={"#signalsAt": "signalsAt"},
+                ExpressionAttributeValues={":seen": to_value(seen)},
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise translate(exc) from exc
+        return True
 
     def count_added_messages(
         self, user_id: str, project_id: str, conversation_id: str, added: int

@@ -23,6 +23,7 @@ from botocore.retries.standard import (
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from recall.domain.numbers import NUMBER_MAX_DIGITS, storable_number
 from recall.errors import Conflict, DomainError, Throttled, Unavailable
 from recall.settings import get_settings
 
@@ -80,14 +81,30 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_EXACT = Context(prec=38)
+_EXACT = Context(prec=NUMBER_MAX_DIGITS)
+# Every integer under this has at most 38 digits: DynamoDB holds it as it is.
+_INT_EXACT = 10**NUMBER_MAX_DIGITS
+
+
+class UnstorableNumber(ValueError):
+    """A number DynamoDB cannot hold exactly reached the codec. Writers check what they are
+    sent (``storable_number``) and turns keep a model's such numbers as text, so this is a
+    bug; it is refused, never rounded to fit."""
 
 
 def _dynamo_ready(value: Any) -> Any:
-    if isinstance(value, float):
-        return Decimal(str(value))
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**38:
-        # Trailing zeros dropped, so a large round number fits DynamoDB's 38 digits.
+    if isinstance(value, bool) or (isinstance(value, int) and abs(value) < _INT_EXACT):
+        return value
+    if isinstance(value, int | float):
+        if not storable_number(value):
+            # The value is left out: it may be the caller's content.
+            raise UnstorableNumber(
+                "A number DynamoDB cannot hold exactly (more than 38 significant digits, "
+                "or out of its range) was refused rather than rounded."
+            )
+        if isinstance(value, float):
+            return Decimal(str(value))
+        # At most 38 significant digits: dropping the trailing zeros is exact.
         return Decimal(value).normalize(_EXACT)
     if isinstance(value, list):
         return [_dynamo_ready(part) for part in value]

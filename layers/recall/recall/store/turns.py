@@ -78,6 +78,8 @@ class SavedTurn:
     at: str
     memory: TurnMemoryWrites | None = None
     usage: TurnUsage | None = None
+    # The user's message carries preference signals: the thread is stamped due extraction.
+    signals: bool = False
 
 
 class ConversationChanged(Conflict):
@@ -215,6 +217,7 @@ class TurnStore:
                     turn.at,
                     turn.window_start,
                     turn.messages[-1].message_id,
+                    turn.signals,
                 )
             },
         )
