@@ -18,7 +18,7 @@ from recall.domain.consolidation import (
     apply_plan,
     plan_consolidation,
 )
-from recall.domain.extraction import opposed
+from recall.domain.extraction import opposed, when_said
 from recall.domain.memory import Category, MemoryEntry, Scope, Source
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -249,6 +249,33 @@ def test_an_entry_that_lost_a_contradiction_deletes_nothing_else() -> None:
     result = plan([rule, against, newest])
     # Then the preference gives way to the newest, and the rule stands
     assert [(a.deleted, a.kept) for a in result.actions] == [(against, newest)]
+
+
+def test_an_extracted_rule_is_as_old_as_the_message_it_was_read_from() -> None:
+    # Given "never use stock photos" said 20 days ago but extracted only yesterday, and
+    # the user's explicit reversal written 5 days ago
+    said = stamp(NOW - timedelta(days=20))
+    rule = entry(
+        "no_stock_photos", "never use stock photos", Category.FORBIDDEN, EXTRACTED, days_ago=1
+    ).model_copy(update={"said_at": said})
+    reversal = entry("stock_photos_blog", "use stock photos for the blog", days_ago=5)
+    # When
+    result = plan([rule, reversal])
+    # Then the reversal, said later, stands and the old rule goes
+    assert [(a.step, a.deleted, a.kept) for a in result.actions] == [
+        (ConsolidationStep.RESOLVE, rule, reversal)
+    ]
+
+
+def test_of_two_extracted_values_the_one_said_later_stands_whenever_each_was_written() -> None:
+    early = stamp(NOW - timedelta(days=9))
+    late = stamp(NOW - timedelta(days=3))
+    said_first = entry("header_color", "dark navy blue", source=EXTRACTED, days_ago=1)
+    said_last = entry("header_colour", "light warm grey", source=EXTRACTED, days_ago=2)
+    said_first = said_first.model_copy(update={"said_at": early})
+    said_last = said_last.model_copy(update={"said_at": late})
+    result = plan([said_first, said_last])
+    assert [(a.deleted, a.kept) for a in result.actions] == [(said_first, said_last)]
 
 
 def test_an_older_preference_gives_way_to_a_newer_forbidden_entry() -> None:
@@ -528,11 +555,11 @@ def test_any_memory_is_consolidated_once_for_all_without_new_words(
     assert len(kept) <= cap or all(e.category == Category.FORBIDDEN for e in kept)
     for action in result.actions:
         gone = action.deleted
-        # A forbidden entry goes only for a strictly newer entry that opposes it
+        # A forbidden entry goes only for an entry said strictly later that opposes it
         if gone.category == Category.FORBIDDEN:
             assert action.step is ConsolidationStep.RESOLVE
             assert action.kept is not None
-            assert action.kept.updated_at > gone.updated_at
+            assert when_said(action.kept) > when_said(gone)
             assert opposed(action.kept, gone)
         # An explicit entry is never pruned, and never gives way to a background one
         if gone.source == EXPLICIT:

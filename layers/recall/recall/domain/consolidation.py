@@ -15,14 +15,14 @@ word for word, so nobody's memory says something they did not say. Expired entri
    newest, then the first key. A forbidden entry is never deleted as a duplicate, not even
    of another forbidden entry: a rule saved twice stays twice, since a forbidden entry goes
    only on an explicit contradiction (step 2).
-2. RESOLVE contradictions in favour of the newer entry (``updated_at``). Two entries
-   contradict when they have the same subject and different values, or when they are
-   opposed (do vs don't) and the subject words of one value contain the other's: "never
-   use stock photos" and "use stock photos for the blog". A background entry (extracted,
-   consolidated) never overrides an explicit one: against an explicit entry it loses
-   whatever its age. A forbidden entry is deleted only when a strictly newer entry
-   opposes it; a newer forbidden entry, or a neutral one, leaves it standing, and both
-   stay.
+2. RESOLVE contradictions in favour of the entry said later (``when_said``: an extracted
+   entry's message time, not when extraction wrote it). Two entries contradict when they
+   have the same subject and different values, or when they are opposed (do vs don't)
+   and the subject words of one value contain the other's: "never use stock photos" and
+   "use stock photos for the blog". A background entry (extracted, consolidated) never
+   overrides an explicit one: against an explicit entry it loses whatever its age. A
+   forbidden entry is deleted only when an entry said strictly later opposes it; a newer
+   forbidden entry, or a neutral one, leaves it standing, and both stay.
 3. PRUNE vague background entries: a value under ``min_value_chars`` characters, a value
    that is a content-free word (``GENERIC_VALUES``), or an extracted entry with a
    confidence under ``min_confidence``. Explicit entries are the user's own words and
@@ -44,12 +44,11 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from recall.domain.extraction import (
+    contradicts,
     duplicates,
     newest_first,
     opposed,
-    same_subject,
-    same_value,
-    value_subject,
+    when_said,
     words,
 )
 from recall.domain.memory import Category, MemoryEntry, Scope, Source, is_active, plain_text
@@ -164,28 +163,20 @@ def _merge(entries: list[MemoryEntry]) -> list[ConsolidationAction]:
     return actions
 
 
-def _contradicts(first: MemoryEntry, second: MemoryEntry) -> bool:
-    if same_subject(first, second) and not same_value(first, second):
-        return True
-    one, other = value_subject(first), value_subject(second)
-    nested = bool(one) and bool(other) and (one <= other or other <= one)
-    return nested and opposed(first, second)
-
-
 def _resolution(winner: MemoryEntry, loser: MemoryEntry) -> str | None:
     """Why ``winner`` (earlier in the standing order) deletes ``loser``, or None."""
-    if not _contradicts(winner, loser):
+    if not contradicts(winner, loser):
         return None
     said = f"{loser.key!r} ({loser.value!r})"
     over = f"{winner.key!r} ({winner.value!r})"
     if loser.category == Category.FORBIDDEN:
-        if winner.updated_at > loser.updated_at and opposed(winner, loser):
+        if when_said(winner) > when_said(loser) and opposed(winner, loser):
             return f"forbidden {said} is explicitly contradicted by the newer {over}"
         return None
     if winner.source == Source.EXPLICIT and loser.source != Source.EXPLICIT:
         return f"{said} contradicts the explicit {over}; background never overrides explicit"
-    if winner.updated_at == loser.updated_at:
-        return f"{said} contradicts {over}, written at the same moment; kept the first key"
+    if when_said(winner) == when_said(loser):
+        return f"{said} contradicts {over}, said at the same moment; kept the first key"
     return f"{said} contradicts the newer {over}; the newer stands"
 
 

@@ -2,13 +2,14 @@
 
 Extraction proposes entries (``source=extracted``, with a confidence) from recent turns;
 ``decide_extraction`` turns them into one decision each: ADD a new entry, UPDATE a stored
-one, or NONE with the reason. Two things the user did stop a candidate whatever it says:
-the thread holds it as a thread entry (the user scoped it to this conversation, so it
-never becomes project memory), or the user deleted its key (a ``DELETE`` or the forget
-tool) after the message it was said in (``deleted_since_said``). Consolidation
-(``recall.domain.consolidation``) compares stored entries with the same definitions, so
-the two never disagree on what a duplicate or a contradiction is. The definitions are
-word rules, deterministic by design:
+one, or NONE with the reason. Three things the user did stop a candidate whatever it
+says: the thread holds it as a thread entry (the user scoped it to this conversation, so it
+never becomes project memory), an explicit entry contradicts it (the user said otherwise,
+perhaps reversing the very message it was read from), or the user deleted its key (a
+``DELETE`` or the forget tool) after the message it was said in (``deleted_since_said``).
+Consolidation (``recall.domain.consolidation``) compares stored entries with the same
+definitions, so the two never disagree on what a duplicate or a contradiction is. The
+definitions are word rules, deterministic by design:
 
 * Words: a text is lowercased, apostrophes dropped ("don't" is "dont") and split at every
   character that is not a letter or digit. A word is folded: a plural ``-ies`` becomes
@@ -33,6 +34,12 @@ word rules, deterministic by design:
   not, don't, doesn't, avoid, without; positive when a word is one of always, use, uses,
   using, do (and none is negative); neutral otherwise. A ``forbidden`` entry is negative
   by its category, whatever its words.
+* Contradiction: the same subject with a different value, or opposed entries (do vs
+  don't) where the subject words of one value contain the other's: "never use stock
+  photos" and "use stock photos for the blog".
+* When an entry was said (``said_at``): for an extracted entry, the time of the user
+  message it was read from; for any other, when it was written (``updated_at``). "Newer"
+  always means said later: an old message extracted today is still old.
 """
 
 from __future__ import annotations
@@ -172,6 +179,20 @@ def same_value(first: MemoryEntry, second: MemoryEntry) -> bool:
     return value_wording(first.value) == value_wording(second.value)
 
 
+def contradicts(first: MemoryEntry, second: MemoryEntry) -> bool:
+    """Both cannot hold: one subject with two values, or a rule and its opposite."""
+    if same_subject(first, second) and not same_value(first, second):
+        return True
+    one, other = value_subject(first), value_subject(second)
+    nested = bool(one) and bool(other) and (one <= other or other <= one)
+    return nested and opposed(first, second)
+
+
+def when_said(entry: MemoryEntry) -> str:
+    """When the user said the entry: an extracted entry's message time, else its write."""
+    return entry.said_at or entry.updated_at
+
+
 def duplicates(first: MemoryEntry, second: MemoryEntry) -> bool:
     """The same value about the same thing: two saves of one rule."""
     if not same_value(first, second):
@@ -214,15 +235,16 @@ def entry_to_write(decision: ExtractionDecision) -> MemoryEntry | None:
                 "source": Source.EXTRACTED,
                 "confidence": candidate.confidence,
                 "expires_at": candidate.expires_at,
+                "said_at": candidate.said_at,
             }
         )
     return None
 
 
 def newest_first(entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
-    """Newest ``updated_at`` first (stamps sort as text), then key: a total order."""
+    """Newest said first (``said_at``; stamps sort as text), then key: a total order."""
     by_key = sorted(entries, key=lambda entry: entry.key)
-    return sorted(by_key, key=lambda entry: entry.updated_at, reverse=True)
+    return sorted(by_key, key=when_said, reverse=True)
 
 
 def spoken(messages: Sequence[Message]) -> int:
@@ -288,6 +310,24 @@ def _decide(
                 existing=entry,
                 reason=f"duplicate: already stored as {entry.key!r}",
             )
+    # An explicit entry on the candidate's own subject is met below, with its own reason.
+    against = [
+        entry
+        for entry in stored
+        if entry.source == Source.EXPLICIT
+        and not same_subject(candidate, entry)
+        and contradicts(candidate, entry)
+    ]
+    if against:
+        return ExtractionDecision(
+            action=ExtractionAction.NONE,
+            candidate=candidate,
+            existing=against[0],
+            reason=(
+                f"contradicts the explicit {against[0].key!r}: extraction never adds what the "
+                "user's own entry says otherwise"
+            ),
+        )
     same = [entry for entry in stored if same_subject(candidate, entry)]
     if not same:
         return ExtractionDecision(
@@ -357,8 +397,9 @@ def decide_extraction(
     decision); one whose key or value a thread entry holds is NONE, meeting that entry;
     one that meets a higher-confidence candidate of the batch (same subject, same value,
     or the same stored entry) is NONE, so no key is written twice; a
-    duplicate of a stored entry is NONE; one on the subject of a stored entry UPDATEs
-    that entry, unless it is explicit (NONE); otherwise ADD. An ADD or UPDATE for which
+    duplicate of a stored entry is NONE, and so is one that contradicts an explicit entry
+    on another subject (the user's own word stands); one on the subject of a stored entry
+    UPDATEs that entry, unless it is explicit (NONE); otherwise ADD. An ADD or UPDATE for which
     ``withdrawn`` gives a reason (the user deleted the candidate's key since) is NONE
     with it; it is asked only then, within the limit, and never for a key that is stored,
     so a caller that reads to answer reads at most ``max_new`` times plus once for each
