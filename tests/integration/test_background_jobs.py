@@ -816,6 +816,26 @@ def test_consolidation_keeps_both_saves_of_a_forbidden_rule() -> None:
         assert [r.action for r in history] == [Action.CREATED]
 
 
+def test_consolidation_never_deletes_the_users_rule_for_an_extracted_copy() -> None:
+    # Given extraction inferred a forbidden rule, then the user saved it in their own words
+    recall = Recall()
+    thread = recall.thread([*chatter(4), "Never use stock photos on product pages.", "Noted."])
+    assert recall.extract(thread).ran is True
+    [inferred] = recall.entries().values()
+    assert (inferred.source, inferred.category) == (Source.EXTRACTED, Category.FORBIDDEN)
+    mine = entry("stock_photos", "Don't use stock photos on product pages")
+    recall.write(mine, NOW + SECOND)
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"), NOW + SECOND)
+    # When
+    consolidate(recall, NOW + 2 * SECOND)
+    # Then the user's entry stays word for word, and so does the forbidden copy
+    after = recall.entries(NOW + 2 * SECOND)
+    assert after["stock_photos"].value == mine.value
+    assert after["stock_photos"].source == Source.EXPLICIT
+    assert inferred.key in after
+
+
 def test_consolidation_drops_the_least_useful_entries_down_to_the_cap() -> None:
     # Given 53 entries where the cap is 50 (written while a looser cap allowed them)
     loose = Recall(memory_cap=60)

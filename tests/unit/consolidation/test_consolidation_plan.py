@@ -127,16 +127,33 @@ def test_three_saves_of_one_rule_merge_into_one() -> None:
     assert survivors(entries) == ["headers_dark"]
 
 
-def test_a_forbidden_entry_is_never_merged_away_into_a_preference() -> None:
-    # Given the same words as a newer explicit preference and an older extracted rule
+def test_consolidation_keeps_the_users_own_words_over_an_extracted_copy() -> None:
+    # Given the user's explicit preference and an extracted forbidden copy of the rule
     rule = entry(
         "no_stock_photos", "never use stock photos", Category.FORBIDDEN, EXTRACTED, days_ago=9
     )
     preference = entry("avoid_stock_photos", "Avoid stock photos.", days_ago=1)
-    # When
-    result = plan([rule, preference])
-    # Then the rule stays
+    # When / Then: the user's words are never merged away into the copy, and the forbidden
+    # copy, never deleted as a duplicate, stays as well; whichever way round they are read
+    assert plan([rule, preference]).is_empty
+    assert plan([preference, rule]).is_empty
+
+
+def test_an_extracted_copy_of_an_explicit_rule_is_merged_into_it_whatever_its_age() -> None:
+    mine = entry("stock_photos", "Don't use stock photos on product pages", days_ago=9)
+    copy = entry(
+        "no_stock_photos_product_pages", "never use stock photo on product page", source=EXTRACTED
+    )
+    result = plan([copy, mine])
     assert [(a.step, a.deleted, a.kept) for a in result.actions] == [
+        (ConsolidationStep.MERGE, copy, mine)
+    ]
+
+
+def test_a_forbidden_entry_is_never_merged_away_into_a_preference_of_the_same_source() -> None:
+    rule = entry("no_stock_photos", "never use stock photos", Category.FORBIDDEN, days_ago=9)
+    preference = entry("avoid_stock_photos", "Avoid stock photos.", days_ago=1)
+    assert [(a.step, a.deleted, a.kept) for a in plan([preference, rule]).actions] == [
         (ConsolidationStep.MERGE, preference, rule)
     ]
 
@@ -568,5 +585,5 @@ def test_any_memory_is_consolidated_once_for_all_without_new_words(
                 ConsolidationStep.RESOLVE,
                 ConsolidationStep.CAP,
             }
-            if action.step is ConsolidationStep.RESOLVE:
+            if action.step in {ConsolidationStep.MERGE, ConsolidationStep.RESOLVE}:
                 assert action.kept is not None and action.kept.source == EXPLICIT

@@ -10,11 +10,15 @@ word for word, so nobody's memory says something they did not say. Expired entri
 ``recall.domain.extraction``, and mean the same here. The steps, in order:
 
 1. MERGE duplicates: of each set of duplicates ONE entry stays as it is, the others are
-   deleted into it. The one that stays is forbidden before any other category (a rule
-   against something is never merged away into a softer entry), then explicit, then the
-   newest, then the first key. A forbidden entry is never deleted as a duplicate, not even
-   of another forbidden entry: a rule saved twice stays twice, since a forbidden entry goes
-   only on an explicit contradiction (step 2).
+   deleted into it, each only into one ranked before it. The one that stays is explicit
+   before any other source (the user's own words are kept word for word), then forbidden
+   before any other category (a rule against something is not merged away into a softer
+   entry of the same source), then the newest, then the first key. A forbidden entry is
+   never deleted as a duplicate, not even of another forbidden entry: a rule saved twice
+   stays twice, since a forbidden entry goes only on an explicit contradiction (step 2).
+   So the user's explicit preference and an extracted forbidden copy of it both stay,
+   each as it is: the user's category is not changed for them, and the rule keeps its
+   force.
 2. RESOLVE contradictions in favour of the entry said later (``when_said``: an extracted
    entry's message time, not when extraction wrote it). Two entries contradict when they
    have the same subject and different values, or when they are opposed (do vs don't)
@@ -124,7 +128,7 @@ def _ordered(
 
 
 def _keep_first(entry: MemoryEntry) -> tuple[float, ...]:
-    return (entry.category != Category.FORBIDDEN, entry.source != Source.EXPLICIT)
+    return (entry.source != Source.EXPLICIT, entry.category != Category.FORBIDDEN)
 
 
 def _stands_first(entry: MemoryEntry) -> tuple[float, ...]:
@@ -139,11 +143,11 @@ def _merge(entries: list[MemoryEntry]) -> list[ConsolidationAction]:
     actions: list[ConsolidationAction] = []
     gone: set[str] = set()
     order = _ordered(entries, _keep_first)
-    for kept in order:
+    for position, kept in enumerate(order):
         if kept.key in gone:
             continue
-        for other in order:
-            if other.key == kept.key or other.key in gone or not duplicates(kept, other):
+        for other in order[position + 1 :]:
+            if other.key in gone or not duplicates(kept, other):
                 continue
             # A forbidden copy of a rule is still a rule: only a contradiction removes it
             if other.category == Category.FORBIDDEN:
