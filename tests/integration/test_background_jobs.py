@@ -836,6 +836,22 @@ def test_consolidation_never_deletes_the_users_rule_for_an_extracted_copy() -> N
     assert inferred.key in after
 
 
+def test_consolidation_keeps_the_users_short_rules_once_imported() -> None:
+    # Given the user's own short rules, brought over by an import, and a vague extracted one
+    recall = Recall()
+    recall.write(entry("tone", "warm", Category.BRAND, source=Source.IMPORTED))
+    recall.write(entry("currency", "EUR only", Category.CONTEXT, source=Source.IMPORTED))
+    recall.write(entry("hero", "bold", source=Source.EXTRACTED, confidence=0.9))
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    # When
+    consolidate(recall, NOW + SECOND)
+    # Then only the extracted one is pruned as vague
+    after = recall.entries(NOW + SECOND)
+    assert {"tone", "currency"} <= set(after)
+    assert "hero" not in after
+
+
 def test_consolidation_drops_the_least_useful_entries_down_to_the_cap() -> None:
     # Given 53 entries where the cap is 50 (written while a looser cap allowed them)
     loose = Recall(memory_cap=60)

@@ -357,6 +357,17 @@ def test_explicit_and_forbidden_entries_are_never_pruned_as_vague() -> None:
     assert plan(entries).is_empty
 
 
+def test_imported_entries_are_the_users_words_and_never_pruned_as_vague() -> None:
+    # Given the user's own short rules, brought over by an import
+    entries = [
+        entry("tone", "warm", Category.BRAND, Source.IMPORTED),
+        entry("currency", "EUR only", Category.CONTEXT, Source.IMPORTED, confidence=0.1),
+        entry("ack", "ok", source=Source.IMPORTED),
+    ]
+    # When / Then
+    assert plan(entries).is_empty
+
+
 # Cap
 
 

@@ -27,10 +27,11 @@ word for word, so nobody's memory says something they did not say. Expired entri
    overrides an explicit one: against an explicit entry it loses whatever its age. A
    forbidden entry is deleted only when an entry said strictly later opposes it; a newer
    forbidden entry, or a neutral one, leaves it standing, and both stay.
-3. PRUNE vague background entries: a value under ``min_value_chars`` characters, a value
-   that is a content-free word (``GENERIC_VALUES``), or an extracted entry with a
-   confidence under ``min_confidence``. Explicit entries are the user's own words and
-   forbidden entries are rules: neither is pruned as vague.
+3. PRUNE vague entries the background wrote (extracted, consolidated): a value under
+   ``min_value_chars`` characters, a value that is a content-free word
+   (``GENERIC_VALUES``), or an extracted entry with a confidence under ``min_confidence``.
+   Explicit and imported entries are the user's own words (an import brings them from
+   elsewhere) and forbidden entries are rules: none of them is pruned as vague.
 4. CAP: while more than ``cap`` entries remain, the least useful goes: explicit before
    background, then higher confidence, then newer, then the first key; forbidden entries
    are never dropped (so forbidden entries alone can leave the memory over the cap).
@@ -205,9 +206,13 @@ def _resolve(entries: list[MemoryEntry]) -> list[ConsolidationAction]:
     return actions
 
 
+# The sources whose words a model chose, not the user: only these can be pruned as vague.
+_PRUNABLE = frozenset({Source.EXTRACTED, Source.CONSOLIDATED})
+
+
 def _vagueness(entry: MemoryEntry, min_value_chars: int, min_confidence: float) -> str | None:
-    """Why a background entry is too vague to keep, or None."""
-    if entry.source == Source.EXPLICIT or entry.category == Category.FORBIDDEN:
+    """Why an entry the background wrote is too vague to keep, or None."""
+    if entry.source not in _PRUNABLE or entry.category == Category.FORBIDDEN:
         return None
     value = plain_text(entry.value)
     if " ".join(words(value)) in GENERIC_VALUES:
