@@ -287,6 +287,26 @@ def test_stated_preferences_become_memory_and_reach_the_next_prompt(
     assert "header dark" in "\n".join(recorder.requests[-1].system)
 
 
+def test_restating_a_temporary_rule_in_chat_keeps_its_expiry(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a rule saved to end in two days
+    project = make_project(alice)
+    ends = clock.stamp(clock.now() + timedelta(days=2))
+    body = {"value": "Show the summer sale banner until Sunday", "category": "preferences"}
+    put = alice.put(
+        f"/projects/{project}/memories/show_summer_sale_banner", {**body, "expiresAt": ends}
+    )
+    assert put.status in (200, 201)
+    # When the user restates it and the model saves it again
+    reply = say(alice, project, "Always show the summer sale banner")
+    assert [m["key"] for m in reply.body["memoriesSaved"]] == ["show_summer_sale_banner"]
+    # Then the rule has the new words and still ends when it did
+    [saved] = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert saved["value"] == "Always show the summer sale banner"
+    assert saved["expiresAt"] == put.body["expiresAt"]
+
+
 def test_memory_of_one_project_never_reaches_another(
     alice: Api, make_project: MakeProject, recorder: Recorder
 ) -> None:
