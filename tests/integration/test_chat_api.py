@@ -287,6 +287,25 @@ def test_stated_preferences_become_memory_and_reach_the_next_prompt(
     assert "header dark" in "\n".join(recorder.requests[-1].system)
 
 
+def test_a_rule_changed_to_a_new_value_in_chat_leaves_one_entry_with_the_new_value(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    # Given
+    project = make_project(alice)
+    first = say(alice, project, "Always keep the header dark")
+    thread = first.body["conversation"]["id"]
+    # When the user changes the value
+    say(alice, project, "Actually, always keep the header light", thread)
+    say(alice, project, "What do you remember?", thread)
+    # Then one entry holds the new value, and the prompt no longer says "dark"
+    listed = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert [(m["key"], m["value"]) for m in listed] == [
+        ("header_dark", "Actually, always keep the header light")
+    ]
+    block = next(p for p in recorder.requests[-1].system if p.startswith("<project_memory>"))
+    assert "header light" in block and "header dark" not in block
+
+
 def test_restating_a_temporary_rule_in_chat_keeps_its_expiry(
     alice: Api, make_project: MakeProject
 ) -> None:

@@ -206,6 +206,32 @@ def test_a_contradiction_keeps_the_newer_value(source: Source) -> None:
     assert plan([newer, older]) == result
 
 
+def test_a_rule_changed_to_a_new_value_under_a_new_key_keeps_the_newer_value() -> None:
+    # Given "keep the header dark", later "keep the header light", saved under two keys
+    dark = entry("header_dark", "Always keep the header dark", days_ago=5)
+    light = entry("header_light", "Actually, always keep the header light", days_ago=1)
+    # When
+    result = plan([dark, light])
+    # Then the newer value stands
+    assert [(a.step, a.deleted, a.kept) for a in result.actions] == [
+        (ConsolidationStep.RESOLVE, dark, light)
+    ]
+
+
+def test_a_changed_value_extracted_later_never_deletes_the_users_explicit_entry() -> None:
+    dark = entry("header_dark", "Always keep the header dark", days_ago=5)
+    light = entry("header_light", "keep the header light", source=EXTRACTED, days_ago=1)
+    assert [(a.deleted, a.kept) for a in plan([dark, light]).actions] == [(light, dark)]
+
+
+def test_two_things_with_one_value_are_both_kept() -> None:
+    entries = [
+        entry("header_dark", "Always keep the header dark", days_ago=5),
+        entry("footer_dark", "Always keep the footer dark", days_ago=1),
+    ]
+    assert plan(entries).is_empty
+
+
 def test_a_contradiction_written_at_the_same_moment_keeps_the_first_key() -> None:
     first = entry("header_color", "dark navy blue", days_ago=2)
     second = entry("header_colour", "light warm grey", days_ago=2)

@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 import pytest
 
 from bench.eval_preferences import HELD_OUT, LABELLED, MIN_PRECISION, MIN_RECALL, load, score
-from recall.domain.memory import Category
+from recall.domain.memory import Category, MemoryEntry
 from recall.domain.memory_proposals import (
     MemoryProposal,
     memory_key,
+    place_proposal,
     propose_memories,
     propose_memory,
 )
@@ -205,3 +206,30 @@ def test_memory_key_of_a_very_long_statement_fits_the_pattern() -> None:
 
     assert re.fullmatch(KEY_PATTERN, key)
     assert key.startswith("no_")
+
+
+def saved(*texts: str) -> list[MemoryEntry]:
+    """The entries the offline save of each text would hold, each under its placed key."""
+    held: list[MemoryEntry] = []
+    for text in texts:
+        said = proposal(text)
+        key = place_proposal(said, held)
+        held = [e for e in held if e.key != key]
+        held.append(MemoryEntry(key=key, value=said.value, category=said.category))
+    return held
+
+
+def test_a_rule_changed_to_a_new_value_updates_its_entry() -> None:
+    held = saved("Always keep the header dark", "Actually, always keep the header light")
+    assert [(e.key, e.value) for e in held] == [
+        ("header_dark", "Actually, always keep the header light")
+    ]
+
+
+def test_the_same_value_for_another_thing_or_a_prohibition_is_an_entry_of_its_own() -> None:
+    held = saved(
+        "Always keep the header dark",
+        "Always keep the footer dark",
+        "Never use a light header",
+    )
+    assert [e.key for e in held] == ["header_dark", "footer_dark", "no_light_header"]

@@ -34,9 +34,19 @@ definitions are word rules, deterministic by design:
   not, don't, doesn't, avoid, without; positive when a word is one of always, use, uses,
   using, do (and none is negative); neutral otherwise. A ``forbidden`` entry is negative
   by its category, whatever its words.
-* Contradiction: the same subject with a different value, or opposed entries (do vs
+* Changed value: two sets of words that share at least one word and differ in exactly one
+  word each, those two words being values on one scale (``SCALES``: shades, colours,
+  sizes, lengths, formality, alignment, currencies): {header, dark} and {header, light}
+  name one thing with two values; {header, dark} and {footer, dark}, or {buttons,
+  checkout} and {buttons, homepage}, name two things. The scales are a short closed list
+  on purpose: a pair they miss is kept as two rules, which costs a line of prompt, while a
+  pair they wrongly joined would lose a rule.
+* Contradiction: the same subject with a different value; or opposed entries (do vs
   don't) where the subject words of one value contain the other's: "never use stock
-  photos" and "use stock photos for the blog".
+  photos" and "use stock photos for the blog"; or two entries of one category, neither
+  negative, whose key subjects are a changed value and whose values differ: "keep the
+  header dark" (``header_dark``) and "keep the header light" (``header_light``). Two
+  prohibitions ("no dark header", "no light header") never contradict.
 * When an entry was said (``said_at``): for an extracted entry, the time of the user
   message it was read from; for any other, when it was written (``updated_at``). "Newer"
   always means said later: an old message extracted today is still old.
@@ -116,7 +126,7 @@ def words(text: str) -> list[str]:
     return [word for word in _NOT_A_WORD.split(lowered) if word]
 
 
-def _fold(word: str) -> str:
+def fold(word: str) -> str:
     """One spelling for a word's plural and British forms, so "colours" meets "color"."""
     if len(word) > 4 and word.endswith("ies"):
         word = word[:-3] + "y"
@@ -127,18 +137,42 @@ def _fold(word: str) -> str:
     return word
 
 
+# Words that are values on one scale: two of a scale are two answers to one question.
+SCALES: tuple[frozenset[str], ...] = tuple(
+    frozenset(fold(word) for word in scale.split())
+    for scale in (
+        "dark light bright pale muted",
+        "black white grey red orange yellow green blue purple pink brown navy teal beige",
+        "small medium large big tiny huge",
+        "short long brief",
+        "formal informal casual",
+        "left right center",
+        "eur euro usd dollar gbp pound",
+    )
+)
+
+
+def changed_value(one: frozenset[str], other: frozenset[str]) -> bool:
+    """One thing named with two values: one word each apart, both on one scale."""
+    mine, theirs = one - other, other - one
+    if len(mine) != 1 or len(theirs) != 1 or not one & other:
+        return False
+    pair = mine | theirs
+    return any(pair <= scale for scale in SCALES)
+
+
 def key_subject(entry: MemoryEntry) -> frozenset[str]:
     """What the entry's key is about: its folded content words (see the module text)."""
     key_words = words(entry.key)
     dropped = _FILLER | _POLARITY_WORDS | _CATEGORY_WORDS[entry.category]
     content = [word for word in key_words if word not in dropped]
-    return frozenset(_fold(word) for word in (content or key_words))
+    return frozenset(fold(word) for word in (content or key_words))
 
 
 def value_subject(entry: MemoryEntry) -> frozenset[str]:
     """What the entry's value is about: its folded words without filler or polarity."""
     dropped = _FILLER | _POLARITY_WORDS
-    return frozenset(_fold(word) for word in words(entry.value) if word not in dropped)
+    return frozenset(fold(word) for word in words(entry.value) if word not in dropped)
 
 
 def value_wording(value: str) -> tuple[str, ...]:
@@ -147,7 +181,7 @@ def value_wording(value: str) -> tuple[str, ...]:
     for word in words(value):
         if word in _SILENT_IN_VALUES or word in POSITIVE_WORDS:
             continue
-        folded = "not" if word in NEGATIVE_WORDS else _fold(word)
+        folded = "not" if word in NEGATIVE_WORDS else fold(word)
         if not (folded == "not" and wording and wording[-1] == "not"):
             wording.append(folded)
     return tuple(wording) or (plain_text(value).lower(),)
@@ -180,12 +214,20 @@ def same_value(first: MemoryEntry, second: MemoryEntry) -> bool:
 
 
 def contradicts(first: MemoryEntry, second: MemoryEntry) -> bool:
-    """Both cannot hold: one subject with two values, or a rule and its opposite."""
+    """Both cannot hold: one subject with two values, a rule and its opposite, or one
+    thing given two values on a scale (see the module text)."""
     if same_subject(first, second) and not same_value(first, second):
         return True
     one, other = value_subject(first), value_subject(second)
     nested = bool(one) and bool(other) and (one <= other or other <= one)
-    return nested and opposed(first, second)
+    if nested and opposed(first, second):
+        return True
+    return (
+        first.category == second.category
+        and Polarity.NEGATIVE not in {polarity(first), polarity(second)}
+        and changed_value(key_subject(first), key_subject(second))
+        and not same_value(first, second)
+    )
 
 
 def when_said(entry: MemoryEntry) -> str:

@@ -24,12 +24,14 @@ all, which is where one-off requests ("make this paragraph shorter") and chit-ch
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 import hashlib
 from typing import Final
 import unicodedata
 
-from recall.domain.memory import Category, plain_text
+from recall.domain.extraction import Polarity, changed_value, fold, polarity
+from recall.domain.memory import Category, MemoryEntry, plain_text
 from recall.domain.tools import MAX_VALUE_LENGTH
 from recall.domain.utterance_patterns import (
     BRAND,
@@ -133,11 +135,44 @@ def memory_key(statement: str, *, forbidden: bool = False) -> str:
     Stable because saying the same rule again must update its entry, not add a second
     one: case, punctuation, accents, filler and scope phrases do not change it.
     """
-    words = content_words(THREAD_SCOPE.sub(" ", _folded(statement)))
+    words = _key_words(statement)
     key = "_".join(words[:MAX_KEY_WORDS])[:_MAX_KEY_BODY].strip("_")
     if not key:
         key = "note_" + hashlib.sha256(statement.strip().encode()).hexdigest()[:8]
     return f"no_{key}" if forbidden and not key.startswith("no_") else key
+
+
+def place_proposal(proposal: MemoryProposal, held: Sequence[MemoryEntry]) -> str:
+    """The key a save of ``proposal`` writes, given the entries ``held`` in its scope.
+
+    Its own key (``memory_key``) when that is held already; else the key of a held entry
+    whose value it changes ("keep the header light" after ``header_dark``: "keep the
+    header dark"), as the tool instructions ask a model to; else its own key.
+    """
+    if any(entry.key == proposal.key for entry in held):
+        return proposal.key
+    changed = next((entry.key for entry in held if _changes_value(proposal, entry)), None)
+    return proposal.key if changed is None else changed
+
+
+def _changes_value(proposal: MemoryProposal, entry: MemoryEntry) -> bool:
+    """The proposal gives the held entry's thing another value on a scale (see
+    ``recall.domain.extraction``): one category, neither a prohibition."""
+    if proposal.category is not entry.category:
+        return False
+    said = MemoryEntry(key=entry.key, value=proposal.value, category=proposal.category)
+    if Polarity.NEGATIVE in {polarity(said), polarity(entry)}:
+        return False
+    return changed_value(_rule_words(proposal.value), _rule_words(entry.value))
+
+
+def _rule_words(value: str) -> frozenset[str]:
+    """What a stated rule is about: the words its key is made of, every one, folded."""
+    return frozenset(fold(word) for word in _key_words(OPENER.sub("", _folded(value))))
+
+
+def _key_words(statement: str) -> list[str]:
+    return content_words(THREAD_SCOPE.sub(" ", _folded(statement)))
 
 
 def content_words(text: str) -> list[str]:
