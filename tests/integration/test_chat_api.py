@@ -306,6 +306,21 @@ def test_a_rule_changed_to_a_new_value_in_chat_leaves_one_entry_with_the_new_val
     assert "header light" in block and "header dark" not in block
 
 
+def test_two_rules_sharing_their_first_words_are_both_remembered(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given
+    project = make_project(alice)
+    checkout = "Never use bright blue rounded buttons on the checkout page"
+    newsletter = "Never use bright blue rounded buttons in newsletter emails"
+    # When
+    first = say(alice, project, checkout)
+    say(alice, project, newsletter, first.body["conversation"]["id"])
+    # Then neither replaced the other
+    listed = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert sorted(m["value"] for m in listed) == [newsletter, checkout]
+
+
 def test_restating_a_temporary_rule_in_chat_keeps_its_expiry(
     alice: Api, make_project: MakeProject
 ) -> None:

@@ -233,3 +233,53 @@ def test_the_same_value_for_another_thing_or_a_prohibition_is_an_entry_of_its_ow
         "Never use a light header",
     )
     assert [e.key for e in held] == ["header_dark", "footer_dark", "no_light_header"]
+
+
+CHECKOUT = "Never use bright blue rounded buttons on the checkout page"
+NEWSLETTER = "Never use bright blue rounded buttons in newsletter emails"
+
+
+def test_two_rules_that_share_their_first_words_each_keep_their_own_entry() -> None:
+    held = saved(CHECKOUT, NEWSLETTER)
+    assert [(e.key, e.value) for e in held] == [
+        ("no_bright_blue_rounded_buttons", CHECKOUT),
+        ("no_bright_blue_rounded_buttons_newsletter_emails", NEWSLETTER),
+    ]
+
+
+def test_restating_either_of_two_rules_that_share_their_first_words_updates_it() -> None:
+    held = saved(CHECKOUT, NEWSLETTER, f"{NEWSLETTER}!", f"{CHECKOUT}.")
+    assert [e.key for e in held] == [
+        "no_bright_blue_rounded_buttons_newsletter_emails",
+        "no_bright_blue_rounded_buttons",
+    ]
+
+
+def test_a_value_changed_past_the_keys_words_still_updates_its_entry() -> None:
+    held = saved(
+        "Always keep the checkout page primary button dark",
+        "Always keep the checkout page primary button light",
+    )
+    assert [(e.key, e.value) for e in held] == [
+        ("checkout_page_primary_button", "Always keep the checkout page primary button light")
+    ]
+
+
+def test_a_rule_whose_longer_key_is_taken_too_gets_a_stable_suffix() -> None:
+    # Given both the short and the long key hold other rules
+    taken = [
+        MemoryEntry(
+            key="no_bright_blue_rounded_buttons", value=CHECKOUT, category=Category.FORBIDDEN
+        ),
+        MemoryEntry(
+            key="no_bright_blue_rounded_buttons_newsletter_emails",
+            value="never use rounded corners anywhere",
+            category=Category.FORBIDDEN,
+        ),
+    ]
+    # When / Then
+    key = place_proposal(proposal(NEWSLETTER), taken)
+    assert re.fullmatch(KEY_PATTERN, key)
+    assert key.startswith("no_bright_blue_rounded_buttons_newsletter_emails_")
+    assert key not in {e.key for e in taken}
+    assert place_proposal(proposal(f"{NEWSLETTER}."), taken) == key
