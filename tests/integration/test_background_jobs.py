@@ -435,6 +435,51 @@ def test_a_rule_consolidation_removed_can_still_be_extracted() -> None:
     assert "header_dark" in recall.entries()
 
 
+def test_a_rule_the_user_reversed_stays_reversed_through_extraction_and_consolidation() -> None:
+    # Given "never use stock photos", then its reversal, both saved by the chat's tool
+    recall = Recall()
+    thread = recall.thread(["Never use stock photos.", "Saved: no_stock_photos."])
+    recall.write(entry("no_stock_photos", "Never use stock photos.", Category.FORBIDDEN))
+    recall.add(thread, ["Use stock photos for the blog.", "Saved."], NOW + SECOND)
+    recall.write(entry("stock_photos_blog", "Use stock photos for the blog."), NOW + SECOND)
+    for n in range(4):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"), NOW + SECOND)
+    day = NOW + timedelta(days=1)
+    consolidate(recall, day)
+    assert "no_stock_photos" not in recall.entries(day)
+    # When the thread goes on, the old rule still among its latest messages
+    recall.add(thread, [*chatter(4)], day + SECOND)
+    assert recall.extract(thread, day + 2 * SECOND).ran is True
+    # Then extraction does not bring it back, and no later consolidation has to
+    assert "no_stock_photos" not in recall.entries(day + 2 * SECOND)
+    later = day + timedelta(days=2)
+    consolidate(recall, later)
+    assert "no_stock_photos" not in recall.entries(later)
+    assert "stock_photos_blog" in recall.entries(later)
+
+
+def test_consolidation_weighs_an_extracted_rule_by_when_it_was_said_not_extracted() -> None:
+    # Given a rule and its reversal in two threads, the reversal said later but extracted first
+    recall = Recall()
+    rule = recall.thread([*chatter(4), "Never use stock photos.", "Noted."])
+    reversal = recall.thread([*chatter(4), "Always use stock photos for the blog.", "Ok."])
+    recall.add(reversal, ["Always use stock photos for the blog.", "Ok."], NOW + HOUR)
+    assert recall.extract(reversal, NOW + 2 * HOUR).ran is True
+    later = NOW + 2 * HOUR + timedelta(seconds=recall.settings.extract_cooldown_seconds)
+    assert recall.extract(rule, later).ran is True
+    written = recall.entries(later)
+    [old] = [e for e in written.values() if e.category == Category.FORBIDDEN]
+    assert old.said_at == clock.stamp(NOW)
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"), later)
+    # When
+    consolidate(recall, later + timedelta(days=1))
+    # Then the reversal stands and the older rule went, though it was written last
+    after = recall.entries(later + timedelta(days=1))
+    assert old.key not in after
+    assert any("blog" in e.value for e in after.values())
+
+
 # Rolling summary
 
 
@@ -769,6 +814,42 @@ def test_consolidation_keeps_both_saves_of_a_forbidden_rule() -> None:
     for key in ("no_stock_photos", "avoid_stock_photos"):
         history = recall.memories.history(recall.user, recall.project, key, None)
         assert [r.action for r in history] == [Action.CREATED]
+
+
+def test_consolidation_never_deletes_the_users_rule_for_an_extracted_copy() -> None:
+    # Given extraction inferred a forbidden rule, then the user saved it in their own words
+    recall = Recall()
+    thread = recall.thread([*chatter(4), "Never use stock photos on product pages.", "Noted."])
+    assert recall.extract(thread).ran is True
+    [inferred] = recall.entries().values()
+    assert (inferred.source, inferred.category) == (Source.EXTRACTED, Category.FORBIDDEN)
+    mine = entry("stock_photos", "Don't use stock photos on product pages")
+    recall.write(mine, NOW + SECOND)
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"), NOW + SECOND)
+    # When
+    consolidate(recall, NOW + 2 * SECOND)
+    # Then the user's entry stays word for word, and so does the forbidden copy
+    after = recall.entries(NOW + 2 * SECOND)
+    assert after["stock_photos"].value == mine.value
+    assert after["stock_photos"].source == Source.EXPLICIT
+    assert inferred.key in after
+
+
+def test_consolidation_keeps_the_users_short_rules_once_imported() -> None:
+    # Given the user's own short rules, brought over by an import, and a vague extracted one
+    recall = Recall()
+    recall.write(entry("tone", "warm", Category.BRAND, source=Source.IMPORTED))
+    recall.write(entry("currency", "EUR only", Category.CONTEXT, source=Source.IMPORTED))
+    recall.write(entry("hero", "bold", source=Source.EXTRACTED, confidence=0.9))
+    for n in range(3):
+        recall.write(entry(f"rule_{n}", f"a distinct standing rule number {n}"))
+    # When
+    consolidate(recall, NOW + SECOND)
+    # Then only the extracted one is pruned as vague
+    after = recall.entries(NOW + SECOND)
+    assert {"tone", "currency"} <= set(after)
+    assert "hero" not in after
 
 
 def test_consolidation_drops_the_least_useful_entries_down_to_the_cap() -> None:

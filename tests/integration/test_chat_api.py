@@ -287,6 +287,60 @@ def test_stated_preferences_become_memory_and_reach_the_next_prompt(
     assert "header dark" in "\n".join(recorder.requests[-1].system)
 
 
+def test_a_rule_changed_to_a_new_value_in_chat_leaves_one_entry_with_the_new_value(
+    alice: Api, make_project: MakeProject, recorder: Recorder
+) -> None:
+    # Given
+    project = make_project(alice)
+    first = say(alice, project, "Always keep the header dark")
+    thread = first.body["conversation"]["id"]
+    # When the user changes the value
+    say(alice, project, "Actually, always keep the header light", thread)
+    say(alice, project, "What do you remember?", thread)
+    # Then one entry holds the new value, and the prompt no longer says "dark"
+    listed = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert [(m["key"], m["value"]) for m in listed] == [
+        ("header_dark", "Actually, always keep the header light")
+    ]
+    block = next(p for p in recorder.requests[-1].system if p.startswith("<project_memory>"))
+    assert "header light" in block and "header dark" not in block
+
+
+def test_two_rules_sharing_their_first_words_are_both_remembered(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given
+    project = make_project(alice)
+    checkout = "Never use bright blue rounded buttons on the checkout page"
+    newsletter = "Never use bright blue rounded buttons in newsletter emails"
+    # When
+    first = say(alice, project, checkout)
+    say(alice, project, newsletter, first.body["conversation"]["id"])
+    # Then neither replaced the other
+    listed = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert sorted(m["value"] for m in listed) == [newsletter, checkout]
+
+
+def test_restating_a_temporary_rule_in_chat_keeps_its_expiry(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given a rule saved to end in two days
+    project = make_project(alice)
+    ends = clock.stamp(clock.now() + timedelta(days=2))
+    body = {"value": "Show the summer sale banner until Sunday", "category": "preferences"}
+    put = alice.put(
+        f"/projects/{project}/memories/show_summer_sale_banner", {**body, "expiresAt": ends}
+    )
+    assert put.status in (200, 201)
+    # When the user restates it and the model saves it again
+    reply = say(alice, project, "Always show the summer sale banner")
+    assert [m["key"] for m in reply.body["memoriesSaved"]] == ["show_summer_sale_banner"]
+    # Then the rule has the new words and still ends when it did
+    [saved] = alice.get(f"/projects/{project}/memories").body["memories"]
+    assert saved["value"] == "Always show the summer sale banner"
+    assert saved["expiresAt"] == put.body["expiresAt"]
+
+
 def test_memory_of_one_project_never_reaches_another(
     alice: Api, make_project: MakeProject, recorder: Recorder
 ) -> None:

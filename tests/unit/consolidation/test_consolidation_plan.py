@@ -18,7 +18,7 @@ from recall.domain.consolidation import (
     apply_plan,
     plan_consolidation,
 )
-from recall.domain.extraction import opposed
+from recall.domain.extraction import opposed, when_said
 from recall.domain.memory import Category, MemoryEntry, Scope, Source
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -127,16 +127,33 @@ def test_three_saves_of_one_rule_merge_into_one() -> None:
     assert survivors(entries) == ["headers_dark"]
 
 
-def test_a_forbidden_entry_is_never_merged_away_into_a_preference() -> None:
-    # Given the same words as a newer explicit preference and an older extracted rule
+def test_consolidation_keeps_the_users_own_words_over_an_extracted_copy() -> None:
+    # Given the user's explicit preference and an extracted forbidden copy of the rule
     rule = entry(
         "no_stock_photos", "never use stock photos", Category.FORBIDDEN, EXTRACTED, days_ago=9
     )
     preference = entry("avoid_stock_photos", "Avoid stock photos.", days_ago=1)
-    # When
-    result = plan([rule, preference])
-    # Then the rule stays
+    # When / Then: the user's words are never merged away into the copy, and the forbidden
+    # copy, never deleted as a duplicate, stays as well; whichever way round they are read
+    assert plan([rule, preference]).is_empty
+    assert plan([preference, rule]).is_empty
+
+
+def test_an_extracted_copy_of_an_explicit_rule_is_merged_into_it_whatever_its_age() -> None:
+    mine = entry("stock_photos", "Don't use stock photos on product pages", days_ago=9)
+    copy = entry(
+        "no_stock_photos_product_pages", "never use stock photo on product page", source=EXTRACTED
+    )
+    result = plan([copy, mine])
     assert [(a.step, a.deleted, a.kept) for a in result.actions] == [
+        (ConsolidationStep.MERGE, copy, mine)
+    ]
+
+
+def test_a_forbidden_entry_is_never_merged_away_into_a_preference_of_the_same_source() -> None:
+    rule = entry("no_stock_photos", "never use stock photos", Category.FORBIDDEN, days_ago=9)
+    preference = entry("avoid_stock_photos", "Avoid stock photos.", days_ago=1)
+    assert [(a.step, a.deleted, a.kept) for a in plan([preference, rule]).actions] == [
         (ConsolidationStep.MERGE, preference, rule)
     ]
 
@@ -187,6 +204,32 @@ def test_a_contradiction_keeps_the_newer_value(source: Source) -> None:
     ]
     assert "newer" in result.actions[0].reason
     assert plan([newer, older]) == result
+
+
+def test_a_rule_changed_to_a_new_value_under_a_new_key_keeps_the_newer_value() -> None:
+    # Given "keep the header dark", later "keep the header light", saved under two keys
+    dark = entry("header_dark", "Always keep the header dark", days_ago=5)
+    light = entry("header_light", "Actually, always keep the header light", days_ago=1)
+    # When
+    result = plan([dark, light])
+    # Then the newer value stands
+    assert [(a.step, a.deleted, a.kept) for a in result.actions] == [
+        (ConsolidationStep.RESOLVE, dark, light)
+    ]
+
+
+def test_a_changed_value_extracted_later_never_deletes_the_users_explicit_entry() -> None:
+    dark = entry("header_dark", "Always keep the header dark", days_ago=5)
+    light = entry("header_light", "keep the header light", source=EXTRACTED, days_ago=1)
+    assert [(a.deleted, a.kept) for a in plan([dark, light]).actions] == [(light, dark)]
+
+
+def test_two_things_with_one_value_are_both_kept() -> None:
+    entries = [
+        entry("header_dark", "Always keep the header dark", days_ago=5),
+        entry("footer_dark", "Always keep the footer dark", days_ago=1),
+    ]
+    assert plan(entries).is_empty
 
 
 def test_a_contradiction_written_at_the_same_moment_keeps_the_first_key() -> None:
@@ -251,6 +294,33 @@ def test_an_entry_that_lost_a_contradiction_deletes_nothing_else() -> None:
     assert [(a.deleted, a.kept) for a in result.actions] == [(against, newest)]
 
 
+def test_an_extracted_rule_is_as_old_as_the_message_it_was_read_from() -> None:
+    # Given "never use stock photos" said 20 days ago but extracted only yesterday, and
+    # the user's explicit reversal written 5 days ago
+    said = stamp(NOW - timedelta(days=20))
+    rule = entry(
+        "no_stock_photos", "never use stock photos", Category.FORBIDDEN, EXTRACTED, days_ago=1
+    ).model_copy(update={"said_at": said})
+    reversal = entry("stock_photos_blog", "use stock photos for the blog", days_ago=5)
+    # When
+    result = plan([rule, reversal])
+    # Then the reversal, said later, stands and the old rule goes
+    assert [(a.step, a.deleted, a.kept) for a in result.actions] == [
+        (ConsolidationStep.RESOLVE, rule, reversal)
+    ]
+
+
+def test_of_two_extracted_values_the_one_said_later_stands_whenever_each_was_written() -> None:
+    early = stamp(NOW - timedelta(days=9))
+    late = stamp(NOW - timedelta(days=3))
+    said_first = entry("header_color", "dark navy blue", source=EXTRACTED, days_ago=1)
+    said_last = entry("header_colour", "light warm grey", source=EXTRACTED, days_ago=2)
+    said_first = said_first.model_copy(update={"said_at": early})
+    said_last = said_last.model_copy(update={"said_at": late})
+    result = plan([said_first, said_last])
+    assert [(a.deleted, a.kept) for a in result.actions] == [(said_first, said_last)]
+
+
 def test_an_older_preference_gives_way_to_a_newer_forbidden_entry() -> None:
     preference = entry("stock_photos", "use stock photos", days_ago=20)
     rule = entry("no_stock_photos", "never use stock photos", Category.FORBIDDEN, days_ago=1)
@@ -310,6 +380,17 @@ def test_explicit_and_forbidden_entries_are_never_pruned_as_vague() -> None:
         entry("no_gifs", "no gifs", Category.FORBIDDEN, EXTRACTED, confidence=0.1),
         entry("stuff", "stuff", Category.FORBIDDEN, CONSOLIDATED),
     ]
+    assert plan(entries).is_empty
+
+
+def test_imported_entries_are_the_users_words_and_never_pruned_as_vague() -> None:
+    # Given the user's own short rules, brought over by an import
+    entries = [
+        entry("tone", "warm", Category.BRAND, Source.IMPORTED),
+        entry("currency", "EUR only", Category.CONTEXT, Source.IMPORTED, confidence=0.1),
+        entry("ack", "ok", source=Source.IMPORTED),
+    ]
+    # When / Then
     assert plan(entries).is_empty
 
 
@@ -528,11 +609,11 @@ def test_any_memory_is_consolidated_once_for_all_without_new_words(
     assert len(kept) <= cap or all(e.category == Category.FORBIDDEN for e in kept)
     for action in result.actions:
         gone = action.deleted
-        # A forbidden entry goes only for a strictly newer entry that opposes it
+        # A forbidden entry goes only for an entry said strictly later that opposes it
         if gone.category == Category.FORBIDDEN:
             assert action.step is ConsolidationStep.RESOLVE
             assert action.kept is not None
-            assert action.kept.updated_at > gone.updated_at
+            assert when_said(action.kept) > when_said(gone)
             assert opposed(action.kept, gone)
         # An explicit entry is never pruned, and never gives way to a background one
         if gone.source == EXPLICIT:
@@ -541,5 +622,5 @@ def test_any_memory_is_consolidated_once_for_all_without_new_words(
                 ConsolidationStep.RESOLVE,
                 ConsolidationStep.CAP,
             }
-            if action.step is ConsolidationStep.RESOLVE:
+            if action.step in {ConsolidationStep.MERGE, ConsolidationStep.RESOLVE}:
                 assert action.kept is not None and action.kept.source == EXPLICIT

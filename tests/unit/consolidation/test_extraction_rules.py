@@ -296,6 +296,35 @@ def test_an_explicit_entry_on_the_subject_blocks_the_update_of_a_background_one(
     assert decision.existing == explicit
 
 
+def test_extraction_never_adds_a_rule_an_explicit_entry_contradicts() -> None:
+    # Given the user reversed "never use stock photos" with their own explicit entry
+    reversal = stored("stock_photos_blog", "Use stock photos for the blog.", Source.EXPLICIT)
+    # When extraction reads the old rule again, under a key of another subject
+    decision = only(
+        decide(
+            [candidate("no_stock_photos", "Never use stock photos.", category=Category.FORBIDDEN)],
+            [reversal],
+        )
+    )
+    # Then it is not added, and the decision names the explicit entry
+    assert decision.action is ExtractionAction.NONE
+    assert decision.existing == reversal
+    assert "explicit" in decision.reason
+
+
+def test_a_rule_an_extracted_entry_contradicts_may_still_be_added() -> None:
+    background = stored("stock_photos_blog", "Use stock photos for the blog.")
+    proposed = candidate("no_stock_photos", "Never use stock photos.", category=Category.FORBIDDEN)
+    assert only(decide([proposed], [background])).action is ExtractionAction.ADD
+
+
+def test_an_update_carries_when_the_candidate_was_said() -> None:
+    proposed = candidate("header_color", "light grey").model_copy(update={"said_at": LATER})
+    decision = only(decide([proposed], [stored("header_colour", "dark navy")]))
+    written = entry_to_write(decision)
+    assert written is not None and written.said_at == LATER
+
+
 def test_a_stored_forbidden_entry_changes_only_when_a_candidate_says_the_opposite() -> None:
     # Given an extracted forbidden entry
     rule = stored("no_stock_photos", "never use stock photos", category=Category.FORBIDDEN)

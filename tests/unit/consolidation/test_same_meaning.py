@@ -7,6 +7,7 @@ import pytest
 
 from recall.domain.extraction import (
     Polarity,
+    contradicts,
     duplicates,
     key_subject,
     opposed,
@@ -126,3 +127,25 @@ def test_a_forbidden_entry_is_negative_whatever_its_words() -> None:
     assert polarity(rule) is Polarity.NEGATIVE
     assert opposed(rule, entry("blog", "use stock photos"))
     assert not opposed(rule, entry("blog", "stock photos on the blog"))
+
+
+def test_one_thing_given_another_value_on_a_scale_is_a_contradiction() -> None:
+    dark = entry("header_dark", "Always keep the header dark")
+    assert contradicts(dark, entry("header_light", "Actually, always keep the header light"))
+    assert contradicts(entry("prices_euros", "prices in euros"), entry("prices_dollars", "$"))
+
+
+def test_two_things_or_two_prohibitions_or_two_categories_are_no_contradiction() -> None:
+    dark = entry("header_dark", "Always keep the header dark")
+    # Another thing with the same value, or a word that is not a value on a scale
+    assert not contradicts(dark, entry("footer_dark", "Always keep the footer dark"))
+    assert not contradicts(
+        entry("red_buttons_checkout", "red buttons on checkout"),
+        entry("red_buttons_homepage", "red buttons on the homepage"),
+    )
+    # Two prohibitions, a prohibition and a requirement, two categories
+    assert not contradicts(
+        entry("header_dark", "never a dark header"), entry("header_light", "no light header")
+    )
+    assert not contradicts(dark, entry("header_light", "never use a light header"))
+    assert not contradicts(dark, entry("header_light", "light header", Category.BRAND))

@@ -21,13 +21,14 @@ from recall.domain.memory import (
     sort_for_listing,
 )
 from recall.domain.tools import MEMORY_CATEGORIES, MEMORY_SCOPES
+from recall.domain.turn_memory import TurnMemory
 from recall.errors import Invalid
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def entry(key: str, category: Category = Category.CONTEXT, **fields: object) -> MemoryEntry:
-    return MemoryEntry.model_validate({"key": key, "value": "v", "category": category, **fields})
+    return MemoryEntry.model_validate({"key": key, "value": "v", "category": category} | fields)
 
 
 def test_categories_are_exactly_the_five_in_block_order_and_match_the_tools() -> None:
@@ -139,3 +140,26 @@ def test_listing_order_is_category_in_block_order_then_key() -> None:
         ("forbidden", "a"),
         ("history", "b"),
     ]
+
+
+def test_a_tool_save_over_an_entry_with_an_expiry_keeps_that_expiry() -> None:
+    # Given a temporary rule the turn read, ending in two days
+    ends = stamp(NOW + timedelta(days=2))
+    held = entry("summer_sale_banner", expires_at=ends)
+    memory = TurnMemory([held], [], persistent_cap=50, thread_cap=20, changes_max=10)
+    # When the model restates it, its save saying nothing of expiry
+    memory.save(entry("summer_sale_banner", value="Show the summer sale banner"))
+    memory.save(entry("new_rule"))
+    # Then the rule still ends when it did, and a new entry gets no expiry
+    [restated, new] = [change.entry for change in memory.changes()]
+    assert restated is not None and restated.expires_at == ends
+    assert new is not None and new.expires_at is None
+
+
+def test_a_tool_save_after_a_forget_in_the_same_turn_starts_without_an_expiry() -> None:
+    held = entry("summer_sale_banner", expires_at=stamp(NOW + timedelta(days=2)))
+    memory = TurnMemory([held], [], persistent_cap=50, thread_cap=20, changes_max=10)
+    assert memory.forget("summer_sale_banner", None)
+    memory.save(entry("summer_sale_banner"))
+    [change] = memory.changes()
+    assert change.entry is not None and change.entry.expires_at is None

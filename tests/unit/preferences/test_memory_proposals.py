@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 import pytest
 
 from bench.eval_preferences import HELD_OUT, LABELLED, MIN_PRECISION, MIN_RECALL, load, score
-from recall.domain.memory import Category
+from recall.domain.memory import Category, MemoryEntry
 from recall.domain.memory_proposals import (
     MemoryProposal,
     memory_key,
+    place_proposal,
     propose_memories,
     propose_memory,
 )
@@ -205,3 +206,80 @@ def test_memory_key_of_a_very_long_statement_fits_the_pattern() -> None:
 
     assert re.fullmatch(KEY_PATTERN, key)
     assert key.startswith("no_")
+
+
+def saved(*texts: str) -> list[MemoryEntry]:
+    """The entries the offline save of each text would hold, each under its placed key."""
+    held: list[MemoryEntry] = []
+    for text in texts:
+        said = proposal(text)
+        key = place_proposal(said, held)
+        held = [e for e in held if e.key != key]
+        held.append(MemoryEntry(key=key, value=said.value, category=said.category))
+    return held
+
+
+def test_a_rule_changed_to_a_new_value_updates_its_entry() -> None:
+    held = saved("Always keep the header dark", "Actually, always keep the header light")
+    assert [(e.key, e.value) for e in held] == [
+        ("header_dark", "Actually, always keep the header light")
+    ]
+
+
+def test_the_same_value_for_another_thing_or_a_prohibition_is_an_entry_of_its_own() -> None:
+    held = saved(
+        "Always keep the header dark",
+        "Always keep the footer dark",
+        "Never use a light header",
+    )
+    assert [e.key for e in held] == ["header_dark", "footer_dark", "no_light_header"]
+
+
+CHECKOUT = "Never use bright blue rounded buttons on the checkout page"
+NEWSLETTER = "Never use bright blue rounded buttons in newsletter emails"
+
+
+def test_two_rules_that_share_their_first_words_each_keep_their_own_entry() -> None:
+    held = saved(CHECKOUT, NEWSLETTER)
+    assert [(e.key, e.value) for e in held] == [
+        ("no_bright_blue_rounded_buttons", CHECKOUT),
+        ("no_bright_blue_rounded_buttons_newsletter_emails", NEWSLETTER),
+    ]
+
+
+def test_restating_either_of_two_rules_that_share_their_first_words_updates_it() -> None:
+    held = saved(CHECKOUT, NEWSLETTER, f"{NEWSLETTER}!", f"{CHECKOUT}.")
+    assert [e.key for e in held] == [
+        "no_bright_blue_rounded_buttons_newsletter_emails",
+        "no_bright_blue_rounded_buttons",
+    ]
+
+
+def test_a_value_changed_past_the_keys_words_still_updates_its_entry() -> None:
+    held = saved(
+        "Always keep the checkout page primary button dark",
+        "Always keep the checkout page primary button light",
+    )
+    assert [(e.key, e.value) for e in held] == [
+        ("checkout_page_primary_button", "Always keep the checkout page primary button light")
+    ]
+
+
+def test_a_rule_whose_longer_key_is_taken_too_gets_a_stable_suffix() -> None:
+    # Given both the short and the long key hold other rules
+    taken = [
+        MemoryEntry(
+            key="no_bright_blue_rounded_buttons", value=CHECKOUT, category=Category.FORBIDDEN
+        ),
+        MemoryEntry(
+            key="no_bright_blue_rounded_buttons_newsletter_emails",
+            value="never use rounded corners anywhere",
+            category=Category.FORBIDDEN,
+        ),
+    ]
+    # When / Then
+    key = place_proposal(proposal(NEWSLETTER), taken)
+    assert re.fullmatch(KEY_PATTERN, key)
+    assert key.startswith("no_bright_blue_rounded_buttons_newsletter_emails_")
+    assert key not in {e.key for e in taken}
+    assert place_proposal(proposal(f"{NEWSLETTER}."), taken) == key

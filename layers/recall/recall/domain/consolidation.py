@@ -10,23 +10,28 @@ word for word, so nobody's memory says something they did not say. Expired entri
 ``recall.domain.extraction``, and mean the same here. The steps, in order:
 
 1. MERGE duplicates: of each set of duplicates ONE entry stays as it is, the others are
-   deleted into it. The one that stays is forbidden before any other category (a rule
-   against something is never merged away into a softer entry), then explicit, then the
-   newest, then the first key. A forbidden entry is never deleted as a duplicate, not even
-   of another forbidden entry: a rule saved twice stays twice, since a forbidden entry goes
-   only on an explicit contradiction (step 2).
-2. RESOLVE contradictions in favour of the newer entry (``updated_at``). Two entries
-   contradict when they have the same subject and different values, or when they are
-   opposed (do vs don't) and the subject words of one value contain the other's: "never
-   use stock photos" and "use stock photos for the blog". A background entry (extracted,
-   consolidated) never overrides an explicit one: against an explicit entry it loses
-   whatever its age. A forbidden entry is deleted only when a strictly newer entry
-   opposes it; a newer forbidden entry, or a neutral one, leaves it standing, and both
-   stay.
-3. PRUNE vague background entries: a value under ``min_value_chars`` characters, a value
-   that is a content-free word (``GENERIC_VALUES``), or an extracted entry with a
-   confidence under ``min_confidence``. Explicit entries are the user's own words and
-   forbidden entries are rules: neither is pruned as vague.
+   deleted into it, each only into one ranked before it. The one that stays is explicit
+   before any other source (the user's own words are kept word for word), then forbidden
+   before any other category (a rule against something is not merged away into a softer
+   entry of the same source), then the newest, then the first key. A forbidden entry is
+   never deleted as a duplicate, not even of another forbidden entry: a rule saved twice
+   stays twice, since a forbidden entry goes only on an explicit contradiction (step 2).
+   So the user's explicit preference and an extracted forbidden copy of it both stay,
+   each as it is: the user's category is not changed for them, and the rule keeps its
+   force.
+2. RESOLVE contradictions in favour of the entry said later (``when_said``: an extracted
+   entry's message time, not when extraction wrote it). Two entries contradict when they
+   have the same subject and different values, or when they are opposed (do vs don't)
+   and the subject words of one value contain the other's: "never use stock photos" and
+   "use stock photos for the blog". A background entry (extracted, consolidated) never
+   overrides an explicit one: against an explicit entry it loses whatever its age. A
+   forbidden entry is deleted only when an entry said strictly later opposes it; a newer
+   forbidden entry, or a neutral one, leaves it standing, and both stay.
+3. PRUNE vague entries the background wrote (extracted, consolidated): a value under
+   ``min_value_chars`` characters, a value that is a content-free word
+   (``GENERIC_VALUES``), or an extracted entry with a confidence under ``min_confidence``.
+   Explicit and imported entries are the user's own words (an import brings them from
+   elsewhere) and forbidden entries are rules: none of them is pruned as vague.
 4. CAP: while more than ``cap`` entries remain, the least useful goes: explicit before
    background, then higher confidence, then newer, then the first key; forbidden entries
    are never dropped (so forbidden entries alone can leave the memory over the cap).
@@ -44,12 +49,11 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from recall.domain.extraction import (
+    contradicts,
     duplicates,
     newest_first,
     opposed,
-    same_subject,
-    same_value,
-    value_subject,
+    when_said,
     words,
 )
 from recall.domain.memory import Category, MemoryEntry, Scope, Source, is_active, plain_text
@@ -125,7 +129,7 @@ def _ordered(
 
 
 def _keep_first(entry: MemoryEntry) -> tuple[float, ...]:
-    return (entry.category != Category.FORBIDDEN, entry.source != Source.EXPLICIT)
+    return (entry.source != Source.EXPLICIT, entry.category != Category.FORBIDDEN)
 
 
 def _stands_first(entry: MemoryEntry) -> tuple[float, ...]:
@@ -140,11 +144,11 @@ def _merge(entries: list[MemoryEntry]) -> list[ConsolidationAction]:
     actions: list[ConsolidationAction] = []
     gone: set[str] = set()
     order = _ordered(entries, _keep_first)
-    for kept in order:
+    for position, kept in enumerate(order):
         if kept.key in gone:
             continue
-        for other in order:
-            if other.key == kept.key or other.key in gone or not duplicates(kept, other):
+        for other in order[position + 1 :]:
+            if other.key in gone or not duplicates(kept, other):
                 continue
             # A forbidden copy of a rule is still a rule: only a contradiction removes it
             if other.category == Category.FORBIDDEN:
@@ -164,28 +168,20 @@ def _merge(entries: list[MemoryEntry]) -> list[ConsolidationAction]:
     return actions
 
 
-def _contradicts(first: MemoryEntry, second: MemoryEntry) -> bool:
-    if same_subject(first, second) and not same_value(first, second):
-        return True
-    one, other = value_subject(first), value_subject(second)
-    nested = bool(one) and bool(other) and (one <= other or other <= one)
-    return nested and opposed(first, second)
-
-
 def _resolution(winner: MemoryEntry, loser: MemoryEntry) -> str | None:
     """Why ``winner`` (earlier in the standing order) deletes ``loser``, or None."""
-    if not _contradicts(winner, loser):
+    if not contradicts(winner, loser):
         return None
     said = f"{loser.key!r} ({loser.value!r})"
     over = f"{winner.key!r} ({winner.value!r})"
     if loser.category == Category.FORBIDDEN:
-        if winner.updated_at > loser.updated_at and opposed(winner, loser):
+        if when_said(winner) > when_said(loser) and opposed(winner, loser):
             return f"forbidden {said} is explicitly contradicted by the newer {over}"
         return None
     if winner.source == Source.EXPLICIT and loser.source != Source.EXPLICIT:
         return f"{said} contradicts the explicit {over}; background never overrides explicit"
-    if winner.updated_at == loser.updated_at:
-        return f"{said} contradicts {over}, written at the same moment; kept the first key"
+    if when_said(winner) == when_said(loser):
+        return f"{said} contradicts {over}, said at the same moment; kept the first key"
     return f"{said} contradicts the newer {over}; the newer stands"
 
 
@@ -210,9 +206,13 @@ def _resolve(entries: list[MemoryEntry]) -> list[ConsolidationAction]:
     return actions
 
 
+# The sources whose words a model chose, not the user: only these can be pruned as vague.
+_PRUNABLE = frozenset({Source.EXTRACTED, Source.CONSOLIDATED})
+
+
 def _vagueness(entry: MemoryEntry, min_value_chars: int, min_confidence: float) -> str | None:
-    """Why a background entry is too vague to keep, or None."""
-    if entry.source == Source.EXPLICIT or entry.category == Category.FORBIDDEN:
+    """Why an entry the background wrote is too vague to keep, or None."""
+    if entry.source not in _PRUNABLE or entry.category == Category.FORBIDDEN:
         return None
     value = plain_text(entry.value)
     if " ".join(words(value)) in GENERIC_VALUES:

@@ -2,13 +2,14 @@
 
 Extraction proposes entries (``source=extracted``, with a confidence) from recent turns;
 ``decide_extraction`` turns them into one decision each: ADD a new entry, UPDATE a stored
-one, or NONE with the reason. Two things the user did stop a candidate whatever it says:
-the thread holds it as a thread entry (the user scoped it to this conversation, so it
-never becomes project memory), or the user deleted its key (a ``DELETE`` or the forget
-tool) after the message it was said in (``deleted_since_said``). Consolidation
-(``recall.domain.consolidation``) compares stored entries with the same definitions, so
-the two never disagree on what a duplicate or a contradiction is. The definitions are
-word rules, deterministic by design:
+one, or NONE with the reason. Three things the user did stop a candidate whatever it
+says: the thread holds it as a thread entry (the user scoped it to this conversation, so it
+never becomes project memory), an explicit entry contradicts it (the user said otherwise,
+perhaps reversing the very message it was read from), or the user deleted its key (a
+``DELETE`` or the forget tool) after the message it was said in (``deleted_since_said``).
+Consolidation (``recall.domain.consolidation``) compares stored entries with the same
+definitions, so the two never disagree on what a duplicate or a contradiction is. The
+definitions are word rules, deterministic by design:
 
 * Words: a text is lowercased, apostrophes dropped ("don't" is "dont") and split at every
   character that is not a letter or digit. A word is folded: a plural ``-ies`` becomes
@@ -33,6 +34,22 @@ word rules, deterministic by design:
   not, don't, doesn't, avoid, without; positive when a word is one of always, use, uses,
   using, do (and none is negative); neutral otherwise. A ``forbidden`` entry is negative
   by its category, whatever its words.
+* Changed value: two sets of words that share at least one word and differ in exactly one
+  word each, those two words being values on one scale (``SCALES``: shades, colours,
+  sizes, lengths, formality, alignment, currencies): {header, dark} and {header, light}
+  name one thing with two values; {header, dark} and {footer, dark}, or {buttons,
+  checkout} and {buttons, homepage}, name two things. The scales are a short closed list
+  on purpose: a pair they miss is kept as two rules, which costs a line of prompt, while a
+  pair they wrongly joined would lose a rule.
+* Contradiction: the same subject with a different value; or opposed entries (do vs
+  don't) where the subject words of one value contain the other's: "never use stock
+  photos" and "use stock photos for the blog"; or two entries of one category, neither
+  negative, whose key subjects are a changed value and whose values differ: "keep the
+  header dark" (``header_dark``) and "keep the header light" (``header_light``). Two
+  prohibitions ("no dark header", "no light header") never contradict.
+* When an entry was said (``said_at``): for an extracted entry, the time of the user
+  message it was read from; for any other, when it was written (``updated_at``). "Newer"
+  always means said later: an old message extracted today is still old.
 """
 
 from __future__ import annotations
@@ -109,7 +126,7 @@ def words(text: str) -> list[str]:
     return [word for word in _NOT_A_WORD.split(lowered) if word]
 
 
-def _fold(word: str) -> str:
+def fold(word: str) -> str:
     """One spelling for a word's plural and British forms, so "colours" meets "color"."""
     if len(word) > 4 and word.endswith("ies"):
         word = word[:-3] + "y"
@@ -120,18 +137,42 @@ def _fold(word: str) -> str:
     return word
 
 
+# Words that are values on one scale: two of a scale are two answers to one question.
+SCALES: tuple[frozenset[str], ...] = tuple(
+    frozenset(fold(word) for word in scale.split())
+    for scale in (
+        "dark light bright pale muted",
+        "black white grey red orange yellow green blue purple pink brown navy teal beige",
+        "small medium large big tiny huge",
+        "short long brief",
+        "formal informal casual",
+        "left right center",
+        "eur euro usd dollar gbp pound",
+    )
+)
+
+
+def changed_value(one: frozenset[str], other: frozenset[str]) -> bool:
+    """One thing named with two values: one word each apart, both on one scale."""
+    mine, theirs = one - other, other - one
+    if len(mine) != 1 or len(theirs) != 1 or not one & other:
+        return False
+    pair = mine | theirs
+    return any(pair <= scale for scale in SCALES)
+
+
 def key_subject(entry: MemoryEntry) -> frozenset[str]:
     """What the entry's key is about: its folded content words (see the module text)."""
     key_words = words(entry.key)
     dropped = _FILLER | _POLARITY_WORDS | _CATEGORY_WORDS[entry.category]
     content = [word for word in key_words if word not in dropped]
-    return frozenset(_fold(word) for word in (content or key_words))
+    return frozenset(fold(word) for word in (content or key_words))
 
 
 def value_subject(entry: MemoryEntry) -> frozenset[str]:
     """What the entry's value is about: its folded words without filler or polarity."""
     dropped = _FILLER | _POLARITY_WORDS
-    return frozenset(_fold(word) for word in words(entry.value) if word not in dropped)
+    return frozenset(fold(word) for word in words(entry.value) if word not in dropped)
 
 
 def value_wording(value: str) -> tuple[str, ...]:
@@ -140,7 +181,7 @@ def value_wording(value: str) -> tuple[str, ...]:
     for word in words(value):
         if word in _SILENT_IN_VALUES or word in POSITIVE_WORDS:
             continue
-        folded = "not" if word in NEGATIVE_WORDS else _fold(word)
+        folded = "not" if word in NEGATIVE_WORDS else fold(word)
         if not (folded == "not" and wording and wording[-1] == "not"):
             wording.append(folded)
     return tuple(wording) or (plain_text(value).lower(),)
@@ -170,6 +211,28 @@ def same_subject(first: MemoryEntry, second: MemoryEntry) -> bool:
 
 def same_value(first: MemoryEntry, second: MemoryEntry) -> bool:
     return value_wording(first.value) == value_wording(second.value)
+
+
+def contradicts(first: MemoryEntry, second: MemoryEntry) -> bool:
+    """Both cannot hold: one subject with two values, a rule and its opposite, or one
+    thing given two values on a scale (see the module text)."""
+    if same_subject(first, second) and not same_value(first, second):
+        return True
+    one, other = value_subject(first), value_subject(second)
+    nested = bool(one) and bool(other) and (one <= other or other <= one)
+    if nested and opposed(first, second):
+        return True
+    return (
+        first.category == second.category
+        and Polarity.NEGATIVE not in {polarity(first), polarity(second)}
+        and changed_value(key_subject(first), key_subject(second))
+        and not same_value(first, second)
+    )
+
+
+def when_said(entry: MemoryEntry) -> str:
+    """When the user said the entry: an extracted entry's message time, else its write."""
+    return entry.said_at or entry.updated_at
 
 
 def duplicates(first: MemoryEntry, second: MemoryEntry) -> bool:
@@ -214,15 +277,16 @@ def entry_to_write(decision: ExtractionDecision) -> MemoryEntry | None:
                 "source": Source.EXTRACTED,
                 "confidence": candidate.confidence,
                 "expires_at": candidate.expires_at,
+                "said_at": candidate.said_at,
             }
         )
     return None
 
 
 def newest_first(entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
-    """Newest ``updated_at`` first (stamps sort as text), then key: a total order."""
+    """Newest said first (``said_at``; stamps sort as text), then key: a total order."""
     by_key = sorted(entries, key=lambda entry: entry.key)
-    return sorted(by_key, key=lambda entry: entry.updated_at, reverse=True)
+    return sorted(by_key, key=when_said, reverse=True)
 
 
 def spoken(messages: Sequence[Message]) -> int:
@@ -288,6 +352,24 @@ def _decide(
                 existing=entry,
                 reason=f"duplicate: already stored as {entry.key!r}",
             )
+    # An explicit entry on the candidate's own subject is met below, with its own reason.
+    against = [
+        entry
+        for entry in stored
+        if entry.source == Source.EXPLICIT
+        and not same_subject(candidate, entry)
+        and contradicts(candidate, entry)
+    ]
+    if against:
+        return ExtractionDecision(
+            action=ExtractionAction.NONE,
+            candidate=candidate,
+            existing=against[0],
+            reason=(
+                f"contradicts the explicit {against[0].key!r}: extraction never adds what the "
+                "user's own entry says otherwise"
+            ),
+        )
     same = [entry for entry in stored if same_subject(candidate, entry)]
     if not same:
         return ExtractionDecision(
@@ -357,8 +439,9 @@ def decide_extraction(
     decision); one whose key or value a thread entry holds is NONE, meeting that entry;
     one that meets a higher-confidence candidate of the batch (same subject, same value,
     or the same stored entry) is NONE, so no key is written twice; a
-    duplicate of a stored entry is NONE; one on the subject of a stored entry UPDATEs
-    that entry, unless it is explicit (NONE); otherwise ADD. An ADD or UPDATE for which
+    duplicate of a stored entry is NONE, and so is one that contradicts an explicit entry
+    on another subject (the user's own word stands); one on the subject of a stored entry
+    UPDATEs that entry, unless it is explicit (NONE); otherwise ADD. An ADD or UPDATE for which
     ``withdrawn`` gives a reason (the user deleted the candidate's key since) is NONE
     with it; it is asked only then, within the limit, and never for a key that is stored,
     so a caller that reads to answer reads at most ``max_new`` times plus once for each

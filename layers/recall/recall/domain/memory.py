@@ -69,7 +69,9 @@ _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp"})
 
 class MemoryEntry(BaseModel):
     """One entry. ``created_at`` and ``updated_at`` are stamped by the store when written,
-    except an imported entry's, which keep the times its document gave."""
+    except an imported entry's, which keep the times its document gave. ``said_at`` is
+    set on an extracted entry only: when the user said it, which can be long before the
+    extraction wrote it, and which consolidation weighs to tell the newer of two rules."""
 
     key: str = Field(pattern=KEY_PATTERN)
     value: str
@@ -81,6 +83,7 @@ class MemoryEntry(BaseModel):
     created_at: str = ""
     updated_at: str = ""
     expires_at: str | None = None
+    said_at: str | None = None
 
     @field_validator("expires_at", mode="before")
     @classmethod

@@ -24,12 +24,14 @@ all, which is where one-off requests ("make this paragraph shorter") and chit-ch
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 import hashlib
 from typing import Final
 import unicodedata
 
-from recall.domain.memory import Category, plain_text
+from recall.domain.extraction import Polarity, changed_value, fold, polarity
+from recall.domain.memory import Category, MemoryEntry, plain_text
 from recall.domain.tools import MAX_VALUE_LENGTH
 from recall.domain.utterance_patterns import (
     BRAND,
@@ -65,6 +67,7 @@ from recall.domain.utterance_patterns import (
 
 MAX_KEY_WORDS: Final = 4
 _MAX_KEY_BODY: Final = 60  # leaves room for the "no_" of a forbidden entry within 64
+_SUFFIX_CHARS: Final = 8  # a key's stable suffix: hex digits of the rule's words
 
 # Confidence of each kind of evidence: how sure a reading is that the words hold a rule.
 _EXPLICIT: Final = 0.95  # "remember that ..."
@@ -133,17 +136,91 @@ def propose_memory(sentence: str) -> MemoryProposal | None:
     )
 
 
-def memory_key(statement: str, *, forbidden: bool = False) -> str:
-    """A stable key from the words of a statement that carry its meaning.
+def memory_key(
+    statement: str, *, forbidden: bool = False, max_words: int | None = MAX_KEY_WORDS
+) -> str:
+    """A stable key from the words of a statement that carry its meaning: its first
+    ``max_words`` (all of them with ``None``, as far as a key's length allows).
 
     Stable because saying the same rule again must update its entry, not add a second
     one: case, punctuation, accents, filler and scope phrases do not change it.
     """
-    words = content_words(THREAD_SCOPE.sub(" ", _folded(statement)))
-    key = "_".join(words[:MAX_KEY_WORDS])[:_MAX_KEY_BODY].strip("_")
+    words = _key_words(statement)
+    key = "_".join(words[:max_words])[:_MAX_KEY_BODY].strip("_")
     if not key:
-        key = "note_" + hashlib.sha256(statement.strip().encode()).hexdigest()[:8]
-    return f"no_{key}" if forbidden and not key.startswith("no_") else key
+        key = "note_" + hashlib.sha256(statement.strip().encode()).hexdigest()[:_SUFFIX_CHARS]
+    return _forbidding(key) if forbidden else key
+
+
+def place_proposal(proposal: MemoryProposal, held: Sequence[MemoryEntry]) -> str:
+    """The key a save of ``proposal`` writes, given the entries ``held`` in its scope.
+
+    Its own key (``memory_key``) when that is free or holds the same rule (restated, with
+    a changed value, or a rule the key's first words already name); else the key of a
+    held entry whose value it changes ("keep the header light" after ``header_dark``:
+    "keep the header dark"), as the tool instructions ask a model to; else, when its key
+    holds a different rule that shares the first words ("... on the checkout page" and
+    "... in newsletter emails"), a longer key with all its words, or failing that one
+    with a stable suffix, so both rules are kept.
+    """
+    by_key = {entry.key: entry for entry in held}
+
+    def fits(key: str) -> bool:
+        return key not in by_key or _same_rule(proposal, by_key[key])
+
+    if proposal.key in by_key and fits(proposal.key):
+        return proposal.key
+    changed = next((entry.key for entry in held if _changes_value(proposal, entry)), None)
+    if changed is not None:
+        return changed
+    longer, suffixed = _longer_keys(proposal)
+    return next((key for key in (proposal.key, longer) if fits(key)), suffixed)
+
+
+def _longer_keys(proposal: MemoryProposal) -> tuple[str, str]:
+    """The proposal's key with all its words, and with a suffix stable for its words."""
+    forbidden = proposal.category is Category.FORBIDDEN
+    longer = memory_key(
+        OPENER.sub("", _folded(proposal.value)), forbidden=forbidden, max_words=None
+    )
+    words = " ".join(sorted(_rule_words(proposal.value)))
+    digest = hashlib.sha256(words.encode()).hexdigest()[:_SUFFIX_CHARS]
+    body = longer.removeprefix("no_") if forbidden else longer
+    suffixed = f"{body[: _MAX_KEY_BODY - _SUFFIX_CHARS - 1].strip('_')}_{digest}"
+    return longer, _forbidding(suffixed) if forbidden else suffixed
+
+
+def _same_rule(proposal: MemoryProposal, entry: MemoryEntry) -> bool:
+    """The held entry says the proposal's rule: every word the proposal's key had to
+    leave out is in the entry's value too (a key that holds all of a rule's words names
+    that rule), or the proposal changes the entry's value."""
+    statement = OPENER.sub("", _folded(proposal.value))
+    left_out = {fold(word) for word in _key_words(statement)[MAX_KEY_WORDS:]}
+    return left_out <= _rule_words(entry.value) or _changes_value(proposal, entry)
+
+
+def _changes_value(proposal: MemoryProposal, entry: MemoryEntry) -> bool:
+    """The proposal gives the held entry's thing another value on a scale (see
+    ``recall.domain.extraction``): one category, neither a prohibition."""
+    if proposal.category is not entry.category:
+        return False
+    said = MemoryEntry(key=entry.key, value=proposal.value, category=proposal.category)
+    if Polarity.NEGATIVE in {polarity(said), polarity(entry)}:
+        return False
+    return changed_value(_rule_words(proposal.value), _rule_words(entry.value))
+
+
+def _rule_words(value: str) -> frozenset[str]:
+    """What a stated rule is about: the words its key is made of, every one, folded."""
+    return frozenset(fold(word) for word in _key_words(OPENER.sub("", _folded(value))))
+
+
+def _key_words(statement: str) -> list[str]:
+    return content_words(THREAD_SCOPE.sub(" ", _folded(statement)))
+
+
+def _forbidding(key: str) -> str:
+    return key if key.startswith("no_") else f"no_{key}"
 
 
 def content_words(text: str) -> list[str]:

@@ -27,7 +27,11 @@ class MemoryChange:
 class TurnMemory:
     """The caller's active entries as the turn read them, and the changes its tools ask
     for: one per entry, the last call winning. Caps are judged against what the turn
-    read; the transaction judges them again against what is stored when it lands."""
+    read; the transaction judges them again against what is stored when it lands.
+
+    A save says nothing of expiry (the tool has no such field), so saving over an entry
+    the turn read keeps that entry's expiry: restating a rule the user meant to end on
+    Sunday does not make it permanent."""
 
     def __init__(
         self,
@@ -38,6 +42,7 @@ class TurnMemory:
         changes_max: int,
     ) -> None:
         self._held = {(e.key, e.conversation_id) for e in (*persistent, *thread)}
+        self._expiry = {(e.key, e.conversation_id): e.expires_at for e in (*persistent, *thread)}
         self._persistent_cap = persistent_cap
         self._thread_cap = thread_cap
         self._changes_max = changes_max
@@ -46,6 +51,8 @@ class TurnMemory:
     def save(self, entry: MemoryEntry) -> None:
         place = (entry.key, entry.conversation_id)
         self._room_for(place)
+        if entry.expires_at is None and self._holds(place):
+            entry = entry.model_copy(update={"expires_at": self._expiry.get(place)})
         if place not in self._held and not self._holds(place):
             cap = self._cap(entry.conversation_id)
             if self._count(entry.conversation_id) >= cap:

@@ -18,11 +18,14 @@ import re
 import time
 from typing import Final
 
+from recall.domain.memory import Category
+from recall.domain.memory import MemoryEntry as HeldEntry
 from recall.domain.memory_proposals import (
     MemoryProposal,
     content_words,
     for_this_conversation,
     memory_key,
+    place_proposal,
     propose_memories,
 )
 from recall.domain.prompt import (
@@ -147,18 +150,26 @@ def _memory_calls(
         return [call] if call and FORGET_PREFERENCE in offered else []
     if SAVE_PREFERENCE not in offered:
         return []
-    return [_save_call(proposal, position=position) for proposal in propose_memories(text)]
+    return [_save_call(proposal, entries, position=position) for proposal in propose_memories(text)]
 
 
-def _save_call(proposal: MemoryProposal, *, position: int) -> ToolCall:
+def _save_call(proposal: MemoryProposal, entries: list[MemoryEntry], *, position: int) -> ToolCall:
+    """A save under the key the domain places it at among the entries of its scope, so a
+    changed value updates its entry and a different rule keeps its own."""
+    scope = _scope(proposal.value)
+    held = [
+        HeldEntry(key=entry.key, value=entry.value, category=Category(entry.category))
+        for entry in entries
+        if entry.scope == scope and entry.category in set(Category)
+    ]
     return ToolCall(
         id=_call_id(SAVE_PREFERENCE, proposal.value, position),
         name=SAVE_PREFERENCE,
         input={
-            "key": proposal.key,
+            "key": place_proposal(proposal, held),
             "value": proposal.value,
             "category": proposal.category.value,
-            "scope": _scope(proposal.value),
+            "scope": scope,
         },
     )
 

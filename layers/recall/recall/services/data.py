@@ -157,8 +157,10 @@ class DataService:
                 continue
             yield ExportRecord(
                 "memory",
+                # The export format (version 2) has no saidAt: an import dates entries
+                # by their updatedAt.
                 ExportedMemory(
-                    **entry.model_dump(),
+                    **entry.model_dump(exclude={"said_at"}),
                     history=[
                         ExportedHistory(
                             **record.model_dump(exclude={"key", "scope", "conversation_id"})

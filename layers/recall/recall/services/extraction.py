@@ -290,11 +290,16 @@ class ExtractionService:
         stored, thread = self._memories.active(
             job.user_id, job.project_id, job.conversation_id, now
         )
+        proposed = self._extractor.propose(
+            recent, self._spend.meter(job.project_id, "extraction", now) if self._spend else None
+        )
+        # Dated by the message it was read from, so consolidation weighs when it was said.
+        candidates = [
+            candidate.model_copy(update={"said_at": stated_at(candidate, recent) or None})
+            for candidate in proposed
+        ]
         return decide_extraction(
-            self._extractor.propose(
-                recent,
-                self._spend.meter(job.project_id, "extraction", now) if self._spend else None,
-            ),
+            candidates,
             stored,
             min_confidence=settings.extract_min_confidence,
             max_new=settings.extract_max_new,

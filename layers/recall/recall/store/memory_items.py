@@ -112,6 +112,7 @@ class EntryItem(StoredItem):
     created_at: str
     updated_at: str
     expires_at: str | None = None
+    said_at: str | None = None
     version: int
     due_at: str | None = None
     due_bucket: str | None = None
