@@ -12,4 +12,7 @@ export const config = {
   nudgeThresholdTurns: 120,
   memoryCap: 50,
   titleMaxChars: 80,
+  // A streamed turn that hears nothing for this long sends its frame again under its
+  // idempotency key; after as long again it fails, with a Retry (README: Streamed replies).
+  replySilenceSeconds: 45,
 };

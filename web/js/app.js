@@ -32,20 +32,30 @@ const state = {
   archived: false,
   conversation: null,
   olderCursor: null,
-  loadingOlder: false,
+  loadingOlder: null, // the view whose older page is on its way
+  views: 0, // counts the threads (and new chats) opened: an answer for an earlier one is dropped
   memories: [],
   presets: [],
   editingPreset: null,
   threshold: config.nudgeThresholdTurns,
   sending: false,
+  signedIn: false, // the first project list answered: a 401 from now on means the session ended
 };
+
+const ENDED = "recall.ended";
 
 const turns = new Turns((how) => {
   $("transport").textContent =
     how === "socket"
       ? "Replies stream over the WebSocket API."
-      : "Streaming unavailable: replies arrive whole over HTTP.";
+      : how === "refused"
+        ? `Streaming off: ${refusedSocketWords()} Replies arrive whole over HTTP.`
+        : "Streaming unavailable: replies arrive whole over HTTP.";
 });
+
+function refusedSocketWords() {
+  return `this page's link names the WebSocket ${session.refusedWebSocketUrl}, which is not on the API's host, so it is not used.`;
+}
 
 // ---------- dialogs ----------
 
@@ -115,7 +125,12 @@ function renderSignIn() {
   $("who").hidden = true;
   $("sign-in").hidden = false;
   $("api-origin").textContent = session.apiBase;
+  $("ws-origin").textContent = session.webSocketElsewhere ? ` and its WebSocket at ${session.webSocketElsewhere}` : "";
+  $("ws-refused").hidden = !session.refusedWebSocketUrl;
+  if (session.refusedWebSocketUrl) $("ws-refused").textContent = `Streaming off: ${refusedSocketWords()}`;
   $("sign-in-local").hidden = !session.isLocal;
+  $("session-ended").hidden = !sessionStorage.getItem(ENDED);
+  sessionStorage.removeItem(ENDED);
   document.body.dataset.ready = "sign-in";
   const users = $("demo-users");
   users.replaceChildren(
@@ -132,7 +147,17 @@ function signInAs(token) {
     return;
   }
   session.signIn(token);
+  $("session-ended").hidden = true;
   start();
+}
+
+/** A 401 once signed in: the token expired or was revoked. Back to sign-in, which says so;
+ * the page loads afresh, so nothing of the session (a socket, a timer) outlives it. */
+function sessionEnded() {
+  if (!state.signedIn || !session.token()) return;
+  session.signOut();
+  sessionStorage.setItem(ENDED, "1");
+  location.reload();
 }
 
 // ---------- projects ----------
@@ -339,10 +364,13 @@ function newChat(prefill = "") {
 }
 
 async function openThread(id) {
+  state.views += 1;
+  const view = state.views;
   const detail = await attempt("open the conversation", () =>
     get(projectPath(`/conversations/${enc(id)}?limit=${PAGE}`)),
   );
-  if (!detail) return;
+  // Another thread, a new chat or another project was opened meanwhile: that one stays.
+  if (!detail || view !== state.views) return;
   state.conversation = detail.conversation;
   state.olderCursor = detail.nextCursor;
   renderThreadHead();
@@ -360,6 +388,7 @@ async function openThread(id) {
 
 /** The head of a chat with no thread yet; what the page shows stays. */
 function renderNewChatHead() {
+  state.views += 1;
   state.conversation = null;
   state.olderCursor = null;
   $("chat-title").textContent = "New chat";
@@ -377,15 +406,17 @@ function renderThreadHead() {
 }
 
 async function loadOlder() {
-  if (!state.olderCursor || state.loadingOlder || !state.conversation) return;
-  state.loadingOlder = true;
+  const view = state.views;
+  if (!state.olderCursor || state.loadingOlder === view || !state.conversation) return;
+  state.loadingOlder = view;
   const box = $("messages");
-  const before = box.scrollHeight;
   const page = await attempt("load older messages", () =>
     get(threadPath(`?limit=${PAGE}&cursor=${enc(state.olderCursor)}`)),
   );
-  state.loadingOlder = false;
-  if (!page) return;
+  if (state.loadingOlder === view) state.loadingOlder = null;
+  // The thread it was asked for is no longer the one on screen: its page is dropped.
+  if (!page || view !== state.views) return;
+  const before = box.scrollHeight;
   state.olderCursor = page.nextCursor;
   $("message-list").prepend(...messageNodes(page.messages));
   markCleared();
@@ -447,8 +478,15 @@ function clearedMarker() {
 
 // ---------- a turn ----------
 
+/** Why a message cannot be sent now, or null. */
+function turnRefusal(text) {
+  if (!state.project) return "No project is open: your message stays here.";
+  if (!canEdit()) return REASONS.viewer;
+  return null;
+}
+
 async function sendTurn(text, retry) {
-  if (!text.trim() || !state.project || !canEdit() || state.sending) return;
+  if (!text.trim() || turnRefusal(text) || state.sending) return;
   state.sending = true;
   $("send").disabled = true;
   const key = retry ? retry.key : newKey();
@@ -486,6 +524,7 @@ async function sendTurn(text, retry) {
       // The person may have opened another thread or project meanwhile: theirs stays open.
       if (!reply.isConnected) return;
       if (!state.conversation || state.conversation.id !== conversation.id) {
+        state.views += 1;
         state.conversation = { id: conversation.id, title: conversation.title, archived: false, turnCount: 0 };
         renderThreadHead();
       }
@@ -533,6 +572,7 @@ async function sendTurn(text, retry) {
     error(error) {
       finished();
       if (error.status === 403) refused();
+      if (error.status === 401) sessionEnded();
       // A save the API refused takes back the thread the turn made (the refusal names no
       // thread), so the next message starts one; a model failure was saved, and names it.
       const saved = error.code === "connection_lost" || error.details.some((detail) => detail.conversationId);
@@ -1190,6 +1230,10 @@ function wire() {
       $("composer-wait").hidden = false;
       return;
     }
+    // What cannot be sent stays in the box, and the page says why.
+    const refusal = turnRefusal(text);
+    setReason($("composer-note"), refusal);
+    if (refusal) return;
     $("composer-input").value = "";
     sendTurn(text);
   });
@@ -1227,6 +1271,7 @@ function wire() {
   $("thread-follow").addEventListener("click", () => saveThreadSettings(null));
   wireUsage(() => state.project && loadUsage(state.project, state.user));
   document.addEventListener("recall:refused", refreshRole);
+  document.addEventListener("recall:unauthorized", sessionEnded);
   for (const button of document.querySelectorAll("[data-go]")) {
     button.addEventListener("click", () => go(button.dataset.go));
   }
@@ -1252,19 +1297,48 @@ async function start() {
     $(`tab-${name}`).setAttribute("aria-selected", String(name === "memory"));
   }
   go("chat");
+  if (session.refusedWebSocketUrl) $("transport").textContent = `Streaming off: ${refusedSocketWords()} Replies arrive whole over HTTP.`;
+  if (!(await firstProjects())) return;
+  document.body.dataset.ready = "console"; // what the browser tests wait for
+}
+
+/** The person's projects, the first time: a 401 is a token the API refuses (back to
+ * sign-in), any other failure leaves no project open, with a Try again. False after a 401. */
+async function firstProjects() {
   try {
     await loadProjects();
+    state.signedIn = true;
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) {
       session.signOut();
       renderSignIn();
       showError(error, "sign in (the API refused the token)");
-      return;
-    } else {
-      showError(error, "load your projects");
+      return false;
     }
+    showError(error, "load your projects");
+    projectsNotLoaded(error);
   }
-  document.body.dataset.ready = "console"; // what the browser tests wait for
+  return true;
+}
+
+/** Nothing open and nothing to act on but Try again, saying what failed. */
+function projectsNotLoaded(error) {
+  state.projects = [];
+  state.project = null;
+  $("project-select").replaceChildren(el("option", { value: "" }, "Projects not loaded"));
+  leaveProject();
+  $("memory-list").replaceChildren();
+  const words = error instanceof ApiError ? error.words : String(error && error.message ? error.message : error);
+  $("thread-list").replaceChildren(
+    el(
+      "div",
+      { class: "load-failed", role: "status" },
+      el("p", {}, `Your projects could not be loaded: ${words}`),
+      el("button", { type: "button", class: "primary", onclick: () => firstProjects() }, "Try again"),
+    ),
+  );
+  $("more-threads").hidden = true;
+  setReason($("composer-reason"), "Your projects could not be loaded: Try again in the Conversations panel.");
 }
 
 wire();
