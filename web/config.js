@@ -15,4 +15,6 @@ export const config = {
   // A streamed turn that hears nothing for this long sends its frame again under its
   // idempotency key; after as long again it fails, with a Retry (README: Streamed replies).
   replySilenceSeconds: 45,
+  // How often an import's progress is read; a failed read waits twice as long each time.
+  importPollSeconds: 1,
 };

@@ -220,3 +220,89 @@ def test_a_first_project_load_that_fails_offers_try_again_with_nothing_to_lose(
     expect(page.locator(".thread")).to_have_count(1)
     expect(composer(page)).to_be_enabled()
     expect(page.locator("#composer-reason")).to_be_hidden()
+
+
+def import_with_polls_failing(page: Page, failing: int) -> list[str]:
+    """The import's POST is answered as still queued, so the page follows it, and its first
+    ``failing`` progress reads meet a 503 (Retry-After: 0); returns the reads' statuses."""
+    reads: list[str] = []
+
+    def queued(route: Route) -> None:
+        answer = route.fetch()
+        body = answer.json()
+        body["status"] = "queued"
+        route.fulfill(response=answer, json=body)
+
+    def read(route: Route) -> None:
+        if len(reads) < failing:
+            reads.append("503")
+            route.fulfill(status=503, headers={"retry-after": "0"}, json={"message": "Busy"})
+        else:
+            reads.append("passed")
+            route.continue_()
+
+    page.route(re.compile(r".*/projects/[^/]+/import$"), queued)
+    page.route(re.compile(r".*/projects/[^/]+/import/[^/]+$"), read)
+    return reads
+
+
+THREADS_FILE = {
+    "format": "threads",
+    "threads": [
+        {
+            "title": "Launch plan",
+            "messages": [
+                {"role": "user", "content": "Ready?", "createdAt": "2025-03-01T09:00:00Z"},
+                {"role": "assistant", "content": "Yes.", "createdAt": "2025-03-01T09:00:04Z"},
+            ],
+        }
+    ],
+}
+
+
+def start_an_import(page: Page) -> None:
+    page.get_by_role("tab", name="Project").click()
+    expect(page.locator("#import-file")).to_be_enabled()
+    page.set_input_files(
+        "#import-file",
+        files=[
+            {
+                "name": "threads.json",
+                "mimeType": "application/json",
+                "buffer": json.dumps(THREADS_FILE).encode(),
+            }
+        ],
+    )
+
+
+def test_an_import_followed_through_a_failed_progress_read_still_shows_it_done(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an import whose first two progress reads meet a 503
+    seed_project(api(user))
+    configure(page, importPollSeconds=0.05)
+    reads = import_with_polls_failing(page, failing=2)
+    sign_in(page, console, user)
+    # When
+    start_an_import(page)
+    # Then the page reads again, and shows the import done and its thread
+    expect(page.locator("#import-progress")).to_contain_text("Import done: 1 threads")
+    expect(page.locator(".thread", has_text="Launch plan")).to_have_count(1)
+    assert reads[:3] == ["503", "503", "passed"]
+
+
+def test_an_import_whose_progress_cannot_be_read_says_it_lost_track(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an import whose progress reads all meet a 503
+    seed_project(api(user))
+    configure(page, importPollSeconds=0.05)
+    reads = import_with_polls_failing(page, failing=100)
+    sign_in(page, console, user)
+    # When
+    start_an_import(page)
+    # Then after several tries the page says so
+    expect(page.locator("#import-progress")).to_contain_text("Lost track of the import")
+    page.wait_for_timeout(300)
+    assert len(reads) == 5
+    page.screenshot(path=str(TAKEN / "import-lost-track.png"))

@@ -15,6 +15,7 @@ const PERIODS = [
   ["earlier", "Earlier", ["previous30Days", "older", null, undefined]],
 ];
 const PAGE = 50;
+const IMPORT_POLL_FAILURES = 5; // checks of an import's progress failed in a row before the page gives up
 const PROJECT_NAME_MAX = 120;
 const SIDE_VIEWS = ["memory", "context", "project"];
 const REASONS = {
@@ -1167,12 +1168,29 @@ async function importFile() {
   $("import-file").value = "";
   if (!started) return;
   let status = started;
-  while (status && (status.status === "queued" || status.status === "running")) {
-    progress.textContent = `Importing: ${status.threadsDone} of ${status.threadsTotal} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets`;
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    status = await attempt("follow the import", () => get(`/projects/${enc(project)}/import/${enc(started.id)}`));
+  let failures = 0;
+  let wait = config.importPollSeconds;
+  while (status.status === "queued" || status.status === "running") {
+    const shown = `Importing: ${status.threadsDone} of ${status.threadsTotal} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets`;
+    progress.textContent = failures ? `${shown} (checking again in ${Math.ceil(wait)} s)` : shown;
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    try {
+      status = await get(`/projects/${enc(project)}/import/${enc(started.id)}`);
+      failures = 0;
+      wait = config.importPollSeconds;
+    } catch (error) {
+      // A throttled or unavailable API, or the network, passes: ask again, waiting longer
+      // each time (at least what Retry-After says), and give up only after several.
+      const passing = error instanceof ApiError && (error.status === 0 || error.status === 429 || error.status >= 500);
+      failures += 1;
+      if (!passing || failures >= IMPORT_POLL_FAILURES) {
+        progress.textContent = `${shown}. Lost track of the import: ${error instanceof ApiError ? error.words : error} It may still finish: reload the page later to see its threads.`;
+        if (!passing) showError(error, "follow the import");
+        return;
+      }
+      wait = Math.max(Number(error.retryAfter) || 0, config.importPollSeconds * 2 ** failures);
+    }
   }
-  if (!status) return;
   const errors = (status.errors || []).length ? ` ${status.errors.length} problems: ${status.errors.map((e) => (typeof e === "string" ? e : e.message || JSON.stringify(e))).join("; ")}` : "";
   progress.textContent = `Import ${status.status}: ${status.threadsDone} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets.${errors}`;
   if (!state.project || state.project.id !== project) return;
