@@ -5,14 +5,19 @@ again, an owner who changes their own role. Each test signs in as its own user."
 from __future__ import annotations
 
 from collections.abc import Callable
+import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import sign_in
-from tests.web.test_console_edges_in_a_browser import held_until_released, wait_for
-from tests.web.test_console_in_a_browser import open_thread, seed_project, seed_turns
+from tests.web.test_console_edges_in_a_browser import (
+    HeldReplies,
+    held_until_released,
+    wait_for,
+)
+from tests.web.test_console_in_a_browser import composer, open_thread, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
 
@@ -59,3 +64,38 @@ def test_a_late_older_page_of_another_thread_is_not_drawn(
     # Then the other thread shows only its own messages
     expect(page.locator(".message.user .text")).to_have_text(["Short thread"])
     expect(page.get_by_role("button", name="Load older messages")).to_be_hidden()
+
+
+def test_a_reply_that_ends_after_its_thread_was_opened_again_is_shown(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a thread whose second opening reads the thread as it was before the turn
+    owner = api(user)
+    thread = seed_turns(owner, seed_project(owner), ["Earlier turn"])
+    answers: list[str] = []
+
+    def as_before(route: Route) -> None:
+        if not answers:
+            answers.append(route.fetch().text())
+            route.fulfill(body=answers[0], content_type="application/json")
+        elif len(answers) == 1:
+            answers.append("stale")
+            route.fulfill(body=answers[0], content_type="application/json")
+        else:
+            route.continue_()
+
+    page.route(re.compile(rf".*/conversations/{thread}\?limit=\d+$"), as_before)
+    replies = HeldReplies(page)
+    sign_in(page, console, user)
+    open_thread(page, "Earlier turn")
+    # When a reply streams, the same thread is clicked in the list, and then the reply ends
+    composer(page).fill("New question")
+    composer(page).press("Enter")
+    expect(page.locator('.message.assistant[data-streaming="true"]')).to_be_visible()
+    page.locator(".thread", has_text="Earlier turn").click()
+    expect(page.locator(".message.user .text")).to_have_text(["Earlier turn"])
+    replies.release()
+    # Then the turn is on screen
+    expect(page.locator(".message.user .text")).to_have_text(["Earlier turn", "New question"])
+    expect(page.locator(".message.assistant")).to_have_count(2)
+    expect(page.locator("#send")).to_be_enabled()

@@ -565,6 +565,12 @@ async function sendTurn(text, retry) {
       loadThreads();
       refreshUsage();
       if (!state.conversation || state.conversation.id !== threadId) return;
+      // The thread was opened again while the reply came: the list drawn then has no room
+      // for this turn, so its newest page is read again.
+      if (!reply.isConnected) {
+        openThread(threadId);
+        return;
+      }
       if (answer.nudge.show) maybeNudge(answer.nudge.turns, answer.nudge.threshold);
       scrollToEnd();
       if ((answer.memoriesSaved || []).length || (answer.memoriesForgotten || []).length) loadMemory();
@@ -572,6 +578,13 @@ async function sendTurn(text, retry) {
     },
     error(error) {
       finished();
+      if (!reply.isConnected) {
+        // Its thread was opened again (or another one): the failure is said in an alert,
+        // and a thread still open shows what was saved of the turn.
+        showError(error, "get the reply");
+        const threadId = made || body.conversationId;
+        if (threadId && state.project && state.project.id === projectId && state.conversation && state.conversation.id === threadId) openThread(threadId);
+      }
       if (error.status === 403) refused();
       if (error.status === 401) sessionEnded();
       // A save the API refused takes back the thread the turn made (the refusal names no
