@@ -306,3 +306,40 @@ def test_an_import_whose_progress_cannot_be_read_says_it_lost_track(
     page.wait_for_timeout(300)
     assert len(reads) == 5
     page.screenshot(path=str(TAKEN / "import-lost-track.png"))
+
+
+def chat_frames_sent(page: Page) -> list[str]:
+    sent: list[str] = []
+
+    def seen(socket: WebSocket) -> None:
+        socket.on("framesent", lambda payload: sent.append(str(payload)))
+
+    page.on("websocket", seen)
+    return sent
+
+
+def test_a_message_over_the_apis_limit_stays_in_the_box_and_is_never_sent(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given (each emoji is one character to the API, two UTF-16 units, four bytes)
+    seed_project(api(user))
+    sent = chat_frames_sent(page)
+    sign_in(page, console, user)
+    too_long = "😀" * 16_001
+    # When a message one character over MESSAGE_MAX_CHARS is sent
+    composer(page).fill(too_long)
+    composer(page).press("Enter")
+    # Then it stays in the box, the page says why, and nothing is sent
+    note = page.locator("#composer-note")
+    expect(note).to_contain_text("Your message is 16,001 characters")
+    expect(note).to_contain_text("at most 16,000")
+    assert composer(page).input_value() == too_long
+    expect(page.locator(".message")).to_have_count(0)
+    page.screenshot(path=str(TAKEN / "message-too-long.png"))
+    assert sent == []
+    # When it is cut to the limit
+    composer(page).fill("😀" * 16_000)
+    composer(page).press("Enter")
+    # Then it is sent, and the note goes
+    expect(page.locator('.message.assistant[data-status="complete"]')).to_have_count(1)
+    expect(note).to_be_hidden()

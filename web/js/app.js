@@ -483,6 +483,10 @@ function clearedMarker() {
 function turnRefusal(text) {
   if (!state.project) return "No project is open: your message stays here.";
   if (!canEdit()) return REASONS.viewer;
+  const length = [...text].length; // characters as the API counts them, not UTF-16 units
+  if (length > config.messageMaxChars) {
+    return `Your message is ${length.toLocaleString()} characters; the API takes at most ${config.messageMaxChars.toLocaleString()}. Shorten it or split it: it stays here.`;
+  }
   return null;
 }
 

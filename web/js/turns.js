@@ -7,6 +7,8 @@ import { token, webSocketUrl } from "./session.js";
 
 const OPEN_TIMEOUT_MS = 4000;
 const RETRY_SOCKET_AFTER_MS = 30000;
+// API Gateway's WebSocket message limit (make dev's too): a bigger frame closes the socket.
+const FRAME_MAX_BYTES = 128 * 1024;
 
 export class Turns {
   constructor(onTransport) {
@@ -133,11 +135,12 @@ export class Turns {
 
   /** One turn; `handlers` hears start, delta, tool, then done(reply, how) or error(ApiError). */
   async send(projectId, body, idempotencyKey, handlers) {
-    const socket = await this.socketOrNull();
+    const requestId = `turn-${Date.now().toString(36)}-${(this.counter += 1)}`;
+    const frame = JSON.stringify({ action: "chat", requestId, projectId, idempotencyKey, body });
+    // A frame past the limit is never sent: that turn goes over HTTP, whose answer says why.
+    const fits = new TextEncoder().encode(frame).length <= FRAME_MAX_BYTES;
+    const socket = fits ? await this.socketOrNull() : null;
     if (socket) {
-      this.counter += 1;
-      const requestId = `turn-${Date.now().toString(36)}-${this.counter}`;
-      const frame = JSON.stringify({ action: "chat", requestId, projectId, idempotencyKey, body });
       this.pending.set(requestId, { handlers, socket, frame, resent: false, timer: null });
       socket.send(frame);
       this.listen(requestId);
