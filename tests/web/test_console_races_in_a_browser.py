@@ -99,3 +99,45 @@ def test_a_reply_that_ends_after_its_thread_was_opened_again_is_shown(
     expect(page.locator(".message.user .text")).to_have_text(["Earlier turn", "New question"])
     expect(page.locator(".message.assistant")).to_have_count(2)
     expect(page.locator("#send")).to_be_enabled()
+
+
+def test_an_owner_who_makes_themself_a_viewer_loses_the_owners_controls_at_once(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a project with two owners, its panel open
+    owner = api(user)
+    project = seed_project(owner, "Two owners")
+    assert owner.put(f"/projects/{project}/members/{user}-co", {"role": "owner"}).status == 201
+    sign_in(page, console, user)
+    page.get_by_role("tab", name="Project").click()
+    expect(page.get_by_label(f"Role of {user}", exact=True)).to_be_enabled()
+    # When they make themself a viewer
+    page.get_by_label(f"Role of {user}", exact=True).select_option("viewer")
+    # Then the page is a viewer's
+    expect(page.locator("#who-role")).to_have_text("viewer")
+    expect(page.locator("#project-select option:checked")).to_have_text("Two owners (viewer)")
+    expect(composer(page)).to_be_disabled()
+    expect(page.get_by_label(f"Role of {user}", exact=True)).to_be_disabled()
+    for remove in page.locator("#member-list button").all():
+        expect(remove).to_be_disabled()
+    expect(page.locator("#member-user")).to_be_disabled()
+
+
+def test_an_owner_who_removes_themself_no_longer_has_the_project_open(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a project with two owners, and another project of their own
+    owner = api(user)
+    project = seed_project(owner, "Two owners")
+    seed_project(owner, "Mine")
+    assert owner.put(f"/projects/{project}/members/{user}-co", {"role": "owner"}).status == 201
+    sign_in(page, console, user)
+    page.locator("#project-select").select_option(project)
+    page.get_by_role("tab", name="Project").click()
+    # When they remove themself
+    page.locator(f'#member-list li[data-user="{user}"]').get_by_role("button").click()
+    page.locator("#confirm").get_by_role("button", name="Remove").click()
+    # Then the project is gone from the picker, and their other one is open
+    expect(page.locator("#project-select option")).to_have_text(["Mine (owner)"])
+    expect(page.locator("#alerts")).to_contain_text("You have left Two owners.")
+    expect(page.locator(f'#member-list li[data-user="{user}-co"]')).to_have_count(0)

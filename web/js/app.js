@@ -1094,6 +1094,8 @@ async function loadProjectSettings() {
           send("PUT", projectPath(`/members/${enc(member.userId)}`), { role: role.value }),
         );
         if (!changed) role.value = member.role;
+        // Their own role: the page's controls follow it before the list is drawn again.
+        if (changed && member.userId === state.user) await refreshRole();
         if (await loadProjectSettings()) focusMember(member.userId);
       });
       return el(
@@ -1110,8 +1112,17 @@ async function loadProjectSettings() {
 
 async function removeMember(userId) {
   if (!(await confirmed(`Remove ${userId} from ${state.project.name}?`, "Remove"))) return;
+  const name = state.project.name;
   const done = await attempt(`remove ${userId}`, () => send("DELETE", projectPath(`/members/${enc(userId)}`)));
-  if (done !== undefined && (await loadProjectSettings())) focusMember(userId);
+  if (done === undefined) return;
+  if (userId === state.user) {
+    // They left the project: it goes from the picker, and another one opens.
+    showNote(`You have left ${name}.`);
+    localStorage.removeItem(`recall.project.${state.user}`);
+    await attempt("load your projects", () => loadProjects());
+    return;
+  }
+  if (await loadProjectSettings()) focusMember(userId);
 }
 
 /** Focus back on the member's role after the list is drawn again, or on the list's heading. */
