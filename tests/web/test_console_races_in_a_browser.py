@@ -1,6 +1,7 @@
-"""The console when answers come late or the person acts on themself: a thread's answer
-that lands after another thread opened, a reply that ends after its thread was opened
-again, an owner who changes their own role. Each test signs in as its own user."""
+"""The console when answers come late, the person acts on themself, or two things look
+alike: a thread's answer that lands after another thread opened, a reply that ends after
+its thread was opened again, an owner who changes their own role, two entries with one
+key, right-to-left text. Each test signs in as its own user."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from playwright.sync_api import Page, Route, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
-from tests.web.conftest import sign_in
+from tests.web.conftest import TAKEN, sign_in
 from tests.web.test_console_edges_in_a_browser import (
     HeldReplies,
     held_until_released,
@@ -141,3 +142,73 @@ def test_an_owner_who_removes_themself_no_longer_has_the_project_open(
     expect(page.locator("#project-select option")).to_have_text(["Mine (owner)"])
     expect(page.locator("#alerts")).to_contain_text("You have left Two owners.")
     expect(page.locator(f'#member-list li[data-user="{user}-co"]')).to_have_count(0)
+
+
+def test_two_entries_with_one_key_are_edited_each_in_its_own_form(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a project entry and a thread entry with the same key
+    owner = api(user)
+    project = seed_project(owner)
+    thread = seed_turns(owner, project, ["Hello"])
+    for scope, value in (("persistent", "formal"), ("thread", "casual here")):
+        body = {"value": value, "category": "preferences", "scope": scope}
+        if scope == "thread":
+            body["conversationId"] = thread
+        assert owner.put(f"/projects/{project}/memories/tone", body).status == 201
+    sign_in(page, console, user)
+    open_thread(page, "Hello")
+    entries = page.locator("#memory-list .entry")
+    expect(entries).to_have_count(2)
+    # When both are edited at once, and the thread entry's Value is clicked by its label
+    for scope in ("persistent", "thread"):
+        page.locator(f'.entry[data-scope="{scope}"]').get_by_role("button", name="Edit").click()
+    duplicates = page.evaluate(
+        """() => { const ids = [...document.querySelectorAll('[id]')].map(n => n.id);
+                   return ids.filter((id, i) => ids.indexOf(id) !== i); }"""
+    )
+    assert duplicates == []
+    mine = page.locator('.entry[data-scope="thread"]')
+    mine.locator("label", has_text="Value").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("typed for the thread")
+    mine.get_by_role("button", name="Save").click()
+    # Then only the thread entry changed
+    expect(mine.locator(".value")).to_have_text("typed for the thread")
+    memories = owner.get(f"/projects/{project}/memories?conversationId={thread}").body["memories"]
+    assert sorted((entry["scope"], entry["value"]) for entry in memories) == [
+        ("persistent", "formal"),
+        ("thread", "typed for the thread"),
+    ]
+
+
+ARABIC = "هل يمكنك مساعدتي في كتابة رسالة؟ شكرا!"
+
+
+def test_right_to_left_text_is_laid_out_right_to_left(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an Arabic thread and memory entry
+    owner = api(user)
+    project = seed_project(owner)
+    seed_turns(owner, project, [ARABIC])
+    put = owner.put(f"/projects/{project}/memories/tone", {"value": ARABIC, "category": "brand"})
+    assert put.status == 201, put
+    sign_in(page, console, user)
+    # When the thread opens and Arabic is typed
+    page.locator(".thread").first.click()
+    expect(page.locator(".message.user .text")).to_have_text([ARABIC])
+    composer(page).fill("مرحبا، كيف حالك؟")
+    # Then each runs right to left, and English stays left to right
+    for selector in (
+        ".message.user .text",
+        "#chat-title",
+        ".thread .title",
+        "#memory-list .entry .value",
+        "#composer-input",
+    ):
+        direction = page.locator(selector).first.evaluate("n => getComputedStyle(n).direction")
+        assert direction == "rtl", selector
+    page.locator(".message.user").first.screenshot(path=str(TAKEN / "rtl-message.png"))
+    composer(page).fill("Hello")
+    assert composer(page).evaluate("n => getComputedStyle(n).direction") == "ltr"

@@ -338,7 +338,7 @@ function renderThreads() {
                 "aria-current": state.conversation && state.conversation.id === thread.id ? "true" : "false",
                 onclick: () => openThread(thread.id),
               },
-              el("span", { class: "title" }, thread.title || "Untitled"),
+              el("span", { class: "title", dir: "auto" }, thread.title || "Untitled"),
               el("span", { class: "meta" }, `${thread.turnCount} ${thread.turnCount === 1 ? "turn" : "turns"} · ${when(thread.updatedAt)}`),
             ),
           ),
@@ -455,7 +455,7 @@ function messageNodes(messages) {
       "li",
       { class: `message ${message.role}${failed ? " failed" : ""}`, dataset: { id: message.id, role: message.role, status: message.status } },
       el("span", { class: "who" }, message.role === "user" ? "You" : "Assistant"),
-      el("div", { class: "text" }, message.content),
+      el("div", { class: "text", dir: "auto" }, message.content),
       failed ? el("p", { class: "error-words" }, `Failed: ${message.error || "the model did not answer"}`) : null,
     );
   });
@@ -497,8 +497,8 @@ async function sendTurn(text, retry) {
   const key = retry ? retry.key : newKey();
   const list = $("message-list");
   if (retry) retry.node.remove();
-  else list.append(el("li", { class: "message user pending", dataset: { role: "user" } }, el("span", { class: "who" }, "You"), el("div", { class: "text" }, text)));
-  const textNode = el("div", { class: "text", "aria-live": "polite", "aria-atomic": "false" });
+  else list.append(el("li", { class: "message user pending", dataset: { role: "user" } }, el("span", { class: "who" }, "You"), el("div", { class: "text", dir: "auto" }, text)));
+  const textNode = el("div", { class: "text", dir: "auto", "aria-live": "polite", "aria-atomic": "false" });
   const chips = el("div", { class: "chips" });
   const reply = el(
     "li",
@@ -738,7 +738,7 @@ function memoryNode(entry) {
       el("span", { class: `badge scope-${entry.scope}` }, entry.scope === "thread" ? "this thread" : "project"),
       el("span", { class: `badge source-${entry.source}` }, entry.source),
     ),
-    el("p", { class: "value" }, entry.value),
+    el("p", { class: "value", dir: "auto" }, entry.value),
     el(
       "p",
       { class: "meta" },
@@ -768,15 +768,17 @@ function scopeQuery(entry) {
 }
 
 function editMemory(entry, node) {
-  const value = el("textarea", { id: `edit-${entry.key}`, rows: "2", required: true });
+  // A project entry and a thread entry may share a key: the ids name the scope and thread too.
+  const id = `edit-${entry.scope}-${entry.scope === "thread" ? entry.conversationId : "project"}-${entry.key}`;
+  const value = el("textarea", { id, rows: "2", required: true, dir: "auto" });
   value.value = entry.value;
-  const category = el("select", { id: `edit-category-${entry.key}` }, CATEGORIES.map((name) => el("option", { value: name, selected: name === entry.category }, name)));
+  const category = el("select", { id: `${id}-category` }, CATEGORIES.map((name) => el("option", { value: name, selected: name === entry.category }, name)));
   const form = el(
     "form",
     { class: "stack edit" },
-    el("label", { for: `edit-${entry.key}` }, "Value"),
+    el("label", { for: id }, "Value"),
     value,
-    el("label", { for: `edit-category-${entry.key}` }, "Category"),
+    el("label", { for: `${id}-category` }, "Category"),
     category,
     el("div", { class: "row" }, el("button", { type: "submit", class: "primary" }, "Save"), el("button", { type: "button", onclick: () => { renderMemory(); focusEntry(entry); } }, "Cancel")),
   );
@@ -833,8 +835,8 @@ function historyItem(record) {
     ` ${when(record.at)}`,
     record.source ? ` · ${record.source}` : "",
     record.reason ? ` · ${record.reason}` : "",
-    record.oldValue ? el("div", { class: "old" }, `was: ${record.oldValue}`) : null,
-    record.newValue ? el("div", { class: "new" }, `now: ${record.newValue}`) : null,
+    record.oldValue ? el("div", { class: "old" }, "was: ", el("bdi", {}, record.oldValue)) : null,
+    record.newValue ? el("div", { class: "new" }, "now: ", el("bdi", {}, record.newValue)) : null,
   );
 }
 
@@ -870,7 +872,7 @@ async function loadContext() {
   fillThreadSettings();
   const layer = (name, id, content) =>
     el("section", { class: "layer", dataset: { layer: id } }, el("h3", {}, name), content);
-  const text = (value) => (value ? el("pre", {}, value) : el("p", { class: "empty" }, "(empty)"));
+  const text = (value) => (value ? el("pre", { dir: "auto" }, value) : el("p", { class: "empty" }, "(empty)"));
   const systemParts = preview.system.filter((part) => part !== preview.memoryBlock && part !== preview.projectContext);
   view.replaceChildren(
     el("p", { class: "tokens", dataset: { tokens: String(preview.tokenEstimate) } }, `≈ ${preview.tokenEstimate.toLocaleString()} tokens for ${preview.model}`),
@@ -889,14 +891,14 @@ async function loadContext() {
       `Preset prompts (${preview.contextPrompts.length})`,
       "prompts",
       preview.contextPrompts.length
-        ? el("ol", { class: "window" }, preview.contextPrompts.map((prompt) => el("li", {}, el("strong", {}, `${prompt.role}: `), prompt.content)))
+        ? el("ol", { class: "window" }, preview.contextPrompts.map((prompt) => el("li", {}, el("strong", {}, `${prompt.role}: `), el("bdi", {}, prompt.content))))
         : text(""),
     ),
     layer(
       `Window (${preview.window.length} messages)`,
       "window",
       preview.window.length
-        ? el("ol", { class: "window" }, preview.window.map((message) => el("li", {}, el("strong", {}, `${message.role}: `), message.content)))
+        ? el("ol", { class: "window" }, preview.window.map((message) => el("li", {}, el("strong", {}, `${message.role}: `), el("bdi", {}, message.content))))
         : text(""),
     ),
   );
@@ -965,7 +967,8 @@ async function loadPresets() {
             el(
               "span",
               { class: "member" },
-              `${preset.name} (${preset.contextPrompts.length} ${preset.contextPrompts.length === 1 ? "prompt" : "prompts"})`,
+              el("bdi", {}, preset.name),
+              ` (${preset.contextPrompts.length} ${preset.contextPrompts.length === 1 ? "prompt" : "prompts"})`,
               el("span", { class: "meta preset-settings" }, presetSettingsWords(preset.settings)),
             ),
             el("button", { type: "button", disabled: !editor, onclick: () => editPreset(preset) }, "Edit"),
