@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import re
+import uuid
 
 from playwright.sync_api import Page, Route, expect
 import pytest
@@ -212,3 +213,96 @@ def test_right_to_left_text_is_laid_out_right_to_left(
     page.locator(".message.user").first.screenshot(path=str(TAKEN / "rtl-message.png"))
     composer(page).fill("Hello")
     assert composer(page).evaluate("n => getComputedStyle(n).direction") == "ltr"
+
+
+def test_the_thread_list_keeps_what_more_loaded_after_an_action(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given 51 threads, all listed after More
+    owner = api(user)
+    project = seed_project(owner)
+    for n in range(51):
+        assert owner.post(f"/projects/{project}/conversations", {"title": f"T{n}"}).status == 201
+    sign_in(page, console, user)
+    threads = page.locator("#thread-list .thread")
+    expect(threads).to_have_count(50)
+    page.get_by_role("button", name="More").click()
+    expect(threads).to_have_count(51)
+    # When the oldest is opened and archived
+    page.locator(".thread", has_text="T0").click()
+    expect(page.locator("#chat-title")).to_have_text("T0")
+    page.get_by_role("button", name="Archive").click()
+    expect(page.locator("#alerts")).to_contain_text("archived")
+    # Then the list still holds the other fifty, the second oldest too
+    expect(threads).to_have_count(50)
+    expect(page.locator(".thread", has_text="T1").first).to_be_visible()
+    expect(page.get_by_role("button", name="More")).to_be_hidden()
+
+
+def test_a_deleted_threads_own_memory_leaves_the_memory_panel(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a thread with a thread-only entry, open
+    owner = api(user)
+    project = seed_project(owner)
+    thread = seed_turns(owner, project, ["Hello"])
+    body = {"value": "casual", "category": "preferences", "scope": "thread"}
+    body["conversationId"] = thread
+    assert owner.put(f"/projects/{project}/memories/tone", body).status == 201
+    sign_in(page, console, user)
+    open_thread(page, "Hello")
+    expect(page.locator('#memory-list .entry[data-scope="thread"]')).to_have_count(1)
+    # When it is deleted
+    page.get_by_role("button", name="Delete").click()
+    page.locator("#confirm").get_by_role("button", name="Delete").click()
+    # Then its entry is no longer listed
+    expect(page.locator("#chat-title")).to_have_text("New chat")
+    expect(page.locator("#memory-list .entry")).to_have_count(0)
+
+
+def test_the_messages_box_shows_its_whole_focus_ring(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a thread
+    owner = api(user)
+    seed_turns(owner, seed_project(owner), ["Hello"])
+    sign_in(page, console, user)
+    open_thread(page, "Hello")
+    # When the messages box gets focus from the keyboard
+    page.get_by_role("button", name="Delete").focus()
+    page.keyboard.press("Tab")
+    expect(page.locator("#messages")).to_be_focused()
+    # Then its ring is drawn inside its box, which its panel does not clip
+    ring = page.locator("#messages").evaluate(
+        """n => { const s = getComputedStyle(n);
+                  return {style: s.outlineStyle, width: parseFloat(s.outlineWidth),
+                          offset: parseFloat(s.outlineOffset)}; }"""
+    )
+    assert ring["style"] == "solid" and ring["width"] > 0, ring
+    assert ring["offset"] + ring["width"] <= 0, ring
+    page.locator("#chat-panel").screenshot(path=str(TAKEN / "messages-focus.png"))
+
+
+def test_a_long_user_id_leaves_the_header_room_for_the_project_picker(
+    page: Page, console: DevServer, api: Callable[[str], Caller]
+) -> None:
+    # Given the longest user id the sign-in form takes, of wide letters, and a long project name
+    user = "w" * 54 + uuid.uuid4().hex[:10]
+    seed_project(api(user), "P" * 120)
+    # When they sign in at 1280 px
+    sign_in(page, console, user)
+    # Then the header fits, the picker keeps its room, the buttons stay on one line, and the
+    # id is cut, its title holding it whole
+    header = page.locator("header.top")
+    fits = header.evaluate("n => n.scrollWidth <= n.clientWidth")
+    assert fits
+    picker = page.locator("#project-select").bounding_box()
+    name = page.locator("#who-name").bounding_box()
+    new = page.get_by_role("button", name="New project").bounding_box()
+    out = page.get_by_role("button", name="Sign out").bounding_box()
+    assert picker and name and new and out
+    assert picker["width"] >= 250, picker
+    assert new["height"] == out["height"], (new, out)
+    assert name["x"] + name["width"] <= out["x"], (name, out)
+    assert page.locator("#who-name").get_attribute("title") == f"{user} (local)"
+    page.locator("header.top").screenshot(path=str(TAKEN / "header-long-user.png"))

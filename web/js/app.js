@@ -15,6 +15,7 @@ const PERIODS = [
   ["earlier", "Earlier", ["previous30Days", "older", null, undefined]],
 ];
 const PAGE = 50;
+const THREADS_PAGE_MAX = 100; // the API's largest conversations page
 const IMPORT_POLL_FAILURES = 5; // checks of an import's progress failed in a row before the page gives up
 const PROJECT_NAME_MAX = 120;
 const SIDE_VIEWS = ["memory", "context", "project"];
@@ -301,15 +302,24 @@ async function loadThreads(more = false) {
     $("more-threads").hidden = true;
     return;
   }
-  const query = new URLSearchParams({ limit: String(PAGE) });
-  if (more && state.threadsCursor) query.set("cursor", state.threadsCursor);
-  if (state.archived) query.set("archived", "true");
   state.threadsAsked += 1;
   const asked = state.threadsAsked;
-  const page = await attempt("load your conversations", () => get(projectPath(`/conversations?${query}`)));
-  if (!page || asked !== state.threadsAsked) return; // a later load answers instead
-  state.threads = more ? [...state.threads, ...page.conversations] : page.conversations;
-  state.threadsCursor = page.nextCursor;
+  // Read again after an action, the list keeps as many threads as it showed (pages that
+  // More added included), up to 100 a request.
+  const want = more ? PAGE : Math.max(PAGE, state.threads.length);
+  let cursor = more ? state.threadsCursor : null;
+  const found = [];
+  do {
+    const query = new URLSearchParams({ limit: String(Math.min(THREADS_PAGE_MAX, want - found.length)) });
+    if (cursor) query.set("cursor", cursor);
+    if (state.archived) query.set("archived", "true");
+    const page = await attempt("load your conversations", () => get(projectPath(`/conversations?${query}`)));
+    if (!page || asked !== state.threadsAsked) return; // a later load answers instead
+    found.push(...page.conversations);
+    cursor = page.nextCursor;
+  } while (cursor && found.length < want);
+  state.threads = more ? [...state.threads, ...found] : found;
+  state.threadsCursor = cursor;
   renderThreads();
 }
 
@@ -355,6 +365,7 @@ function renderThreads() {
 }
 
 function newChat(prefill = "") {
+  const left = state.conversation; // its thread entries leave the Memory panel with it
   renderNewChatHead();
   $("message-list").replaceChildren();
   $("composer-input").value = prefill;
@@ -362,6 +373,10 @@ function newChat(prefill = "") {
   renderThreads();
   go("chat");
   if (!$("composer-input").disabled) $("composer-input").focus();
+  if (left) {
+    loadMemory();
+    if (!$("context-panel").hidden) loadContext();
+  }
 }
 
 async function openThread(id) {
@@ -1263,6 +1278,7 @@ function wire() {
   $("new-chat").addEventListener("click", () => newChat());
   $("show-archived").addEventListener("change", () => {
     state.archived = $("show-archived").checked;
+    state.threads = []; // the other list starts at its first page
     loadThreads();
   });
   $("more-threads").addEventListener("click", () => loadThreads(true));
@@ -1341,6 +1357,7 @@ async function start() {
   $("project-picker").hidden = false;
   $("who").hidden = false;
   $("who-name").textContent = session.isLocal ? `${claims.sub} (local)` : claims.sub;
+  $("who-name").title = $("who-name").textContent;
   for (const name of SIDE_VIEWS) {
     $(`${name}-panel`).hidden = name !== "memory";
     $(`tab-${name}`).setAttribute("aria-selected", String(name === "memory"));
