@@ -6,13 +6,14 @@ and ``.ci/run`` install ``chromium`` from the distribution."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+import json
 import os
 from pathlib import Path
 import shutil
 import tempfile
 import uuid
 
-from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, ViewportSize, expect, sync_playwright
 import pytest
 
 from local import template
@@ -106,3 +107,14 @@ def shoot(page: Page, name: str) -> None:
     folder = SCREENSHOTS if os.environ.get("UPDATE_SCREENSHOTS") == "1" else TAKEN
     folder.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(folder / f"{name}.png"))
+
+
+def configure(page: Page, **settings: object) -> None:
+    """Serve the page a config.js whose settings are overridden (short waits for a test)."""
+
+    def serve(route: Route) -> None:
+        answer = route.fetch()
+        body = answer.text() + f"\nObject.assign(config, {json.dumps(settings)});\n"
+        route.fulfill(response=answer, body=body)
+
+    page.route("**/config.js", serve)

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, Route, ViewportSize, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
-from tests.web.conftest import DESKTOP, NUDGE_THRESHOLD_TURNS, PHONE, shoot, sign_in
+from tests.web.conftest import DESKTOP, NUDGE_THRESHOLD_TURNS, PHONE, configure, shoot, sign_in
 
 pytestmark = pytest.mark.e2e
 
@@ -465,10 +465,11 @@ def test_the_context_preview_shows_each_layer_and_clearing_marks_the_thread(
 def test_a_refused_turn_is_shown_failed_in_words_with_a_retry(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
-    # Given
+    # Given a page that thinks the API takes longer messages than it does
     seed_project(api(user))
+    configure(page, messageMaxChars=20_000)
     sign_in(page, console, user)
-    # When: a message over the API's limit
+    # When: a message over the API's limit, which the API refuses
     reply = say(page, "x" * 16_001)
     # Then
     expect(reply).to_have_class(re.compile(r"\bfailed\b"))

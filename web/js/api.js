@@ -50,6 +50,8 @@ export async function request(method, path, body, { idempotencyKey, raw } = {}) 
     decoded = { error: { code: `http_${response.status}`, message: text.slice(0, 200) } };
   }
   if (!response.ok) {
+    // The token expired or was revoked: the page hears of it and returns to sign-in.
+    if (response.status === 401) document.dispatchEvent(new CustomEvent("recall:unauthorized"));
     throw new ApiError(response.status, decoded, response.headers.get("retry-after"));
   }
   return { status: response.status, body: decoded, location: response.headers.get("location") };

@@ -15,6 +15,8 @@ const PERIODS = [
   ["earlier", "Earlier", ["previous30Days", "older", null, undefined]],
 ];
 const PAGE = 50;
+const THREADS_PAGE_MAX = 100; // the API's largest conversations page
+const IMPORT_POLL_FAILURES = 5; // checks of an import's progress failed in a row before the page gives up
 const PROJECT_NAME_MAX = 120;
 const SIDE_VIEWS = ["memory", "context", "project"];
 const REASONS = {
@@ -32,20 +34,30 @@ const state = {
   archived: false,
   conversation: null,
   olderCursor: null,
-  loadingOlder: false,
+  loadingOlder: null, // the view whose older page is on its way
+  views: 0, // counts the threads (and new chats) opened: an answer for an earlier one is dropped
   memories: [],
   presets: [],
   editingPreset: null,
   threshold: config.nudgeThresholdTurns,
   sending: false,
+  signedIn: false, // the first project list answered: a 401 from now on means the session ended
 };
+
+const ENDED = "recall.ended";
 
 const turns = new Turns((how) => {
   $("transport").textContent =
     how === "socket"
       ? "Replies stream over the WebSocket API."
-      : "Streaming unavailable: replies arrive whole over HTTP.";
+      : how === "refused"
+        ? `Streaming off: ${refusedSocketWords()} Replies arrive whole over HTTP.`
+        : "Streaming unavailable: replies arrive whole over HTTP.";
 });
+
+function refusedSocketWords() {
+  return `this page's link names the WebSocket ${session.refusedWebSocketUrl}, which is not on the API's host, so it is not used.`;
+}
 
 // ---------- dialogs ----------
 
@@ -115,7 +127,12 @@ function renderSignIn() {
   $("who").hidden = true;
   $("sign-in").hidden = false;
   $("api-origin").textContent = session.apiBase;
+  $("ws-origin").textContent = session.webSocketElsewhere ? ` and its WebSocket at ${session.webSocketElsewhere}` : "";
+  $("ws-refused").hidden = !session.refusedWebSocketUrl;
+  if (session.refusedWebSocketUrl) $("ws-refused").textContent = `Streaming off: ${refusedSocketWords()}`;
   $("sign-in-local").hidden = !session.isLocal;
+  $("session-ended").hidden = !sessionStorage.getItem(ENDED);
+  sessionStorage.removeItem(ENDED);
   document.body.dataset.ready = "sign-in";
   const users = $("demo-users");
   users.replaceChildren(
@@ -132,7 +149,17 @@ function signInAs(token) {
     return;
   }
   session.signIn(token);
+  $("session-ended").hidden = true;
   start();
+}
+
+/** A 401 once signed in: the token expired or was revoked. Back to sign-in, which says so;
+ * the page loads afresh, so nothing of the session (a socket, a timer) outlives it. */
+function sessionEnded() {
+  if (!state.signedIn || !session.token()) return;
+  session.signOut();
+  sessionStorage.setItem(ENDED, "1");
+  location.reload();
 }
 
 // ---------- projects ----------
@@ -275,15 +302,24 @@ async function loadThreads(more = false) {
     $("more-threads").hidden = true;
     return;
   }
-  const query = new URLSearchParams({ limit: String(PAGE) });
-  if (more && state.threadsCursor) query.set("cursor", state.threadsCursor);
-  if (state.archived) query.set("archived", "true");
   state.threadsAsked += 1;
   const asked = state.threadsAsked;
-  const page = await attempt("load your conversations", () => get(projectPath(`/conversations?${query}`)));
-  if (!page || asked !== state.threadsAsked) return; // a later load answers instead
-  state.threads = more ? [...state.threads, ...page.conversations] : page.conversations;
-  state.threadsCursor = page.nextCursor;
+  // Read again after an action, the list keeps as many threads as it showed (pages that
+  // More added included), up to 100 a request.
+  const want = more ? PAGE : Math.max(PAGE, state.threads.length);
+  let cursor = more ? state.threadsCursor : null;
+  const found = [];
+  do {
+    const query = new URLSearchParams({ limit: String(Math.min(THREADS_PAGE_MAX, want - found.length)) });
+    if (cursor) query.set("cursor", cursor);
+    if (state.archived) query.set("archived", "true");
+    const page = await attempt("load your conversations", () => get(projectPath(`/conversations?${query}`)));
+    if (!page || asked !== state.threadsAsked) return; // a later load answers instead
+    found.push(...page.conversations);
+    cursor = page.nextCursor;
+  } while (cursor && found.length < want);
+  state.threads = more ? [...state.threads, ...found] : found;
+  state.threadsCursor = cursor;
   renderThreads();
 }
 
@@ -312,7 +348,7 @@ function renderThreads() {
                 "aria-current": state.conversation && state.conversation.id === thread.id ? "true" : "false",
                 onclick: () => openThread(thread.id),
               },
-              el("span", { class: "title" }, thread.title || "Untitled"),
+              el("span", { class: "title", dir: "auto" }, thread.title || "Untitled"),
               el("span", { class: "meta" }, `${thread.turnCount} ${thread.turnCount === 1 ? "turn" : "turns"} · ${when(thread.updatedAt)}`),
             ),
           ),
@@ -329,6 +365,7 @@ function renderThreads() {
 }
 
 function newChat(prefill = "") {
+  const left = state.conversation; // its thread entries leave the Memory panel with it
   renderNewChatHead();
   $("message-list").replaceChildren();
   $("composer-input").value = prefill;
@@ -336,13 +373,20 @@ function newChat(prefill = "") {
   renderThreads();
   go("chat");
   if (!$("composer-input").disabled) $("composer-input").focus();
+  if (left) {
+    loadMemory();
+    if (!$("context-panel").hidden) loadContext();
+  }
 }
 
 async function openThread(id) {
+  state.views += 1;
+  const view = state.views;
   const detail = await attempt("open the conversation", () =>
     get(projectPath(`/conversations/${enc(id)}?limit=${PAGE}`)),
   );
-  if (!detail) return;
+  // Another thread, a new chat or another project was opened meanwhile: that one stays.
+  if (!detail || view !== state.views) return;
   state.conversation = detail.conversation;
   state.olderCursor = detail.nextCursor;
   renderThreadHead();
@@ -360,6 +404,7 @@ async function openThread(id) {
 
 /** The head of a chat with no thread yet; what the page shows stays. */
 function renderNewChatHead() {
+  state.views += 1;
   state.conversation = null;
   state.olderCursor = null;
   $("chat-title").textContent = "New chat";
@@ -377,15 +422,17 @@ function renderThreadHead() {
 }
 
 async function loadOlder() {
-  if (!state.olderCursor || state.loadingOlder || !state.conversation) return;
-  state.loadingOlder = true;
+  const view = state.views;
+  if (!state.olderCursor || state.loadingOlder === view || !state.conversation) return;
+  state.loadingOlder = view;
   const box = $("messages");
-  const before = box.scrollHeight;
   const page = await attempt("load older messages", () =>
     get(threadPath(`?limit=${PAGE}&cursor=${enc(state.olderCursor)}`)),
   );
-  state.loadingOlder = false;
-  if (!page) return;
+  if (state.loadingOlder === view) state.loadingOlder = null;
+  // The thread it was asked for is no longer the one on screen: its page is dropped.
+  if (!page || view !== state.views) return;
+  const before = box.scrollHeight;
   state.olderCursor = page.nextCursor;
   $("message-list").prepend(...messageNodes(page.messages));
   markCleared();
@@ -423,7 +470,7 @@ function messageNodes(messages) {
       "li",
       { class: `message ${message.role}${failed ? " failed" : ""}`, dataset: { id: message.id, role: message.role, status: message.status } },
       el("span", { class: "who" }, message.role === "user" ? "You" : "Assistant"),
-      el("div", { class: "text" }, message.content),
+      el("div", { class: "text", dir: "auto" }, message.content),
       failed ? el("p", { class: "error-words" }, `Failed: ${message.error || "the model did not answer"}`) : null,
     );
   });
@@ -447,15 +494,26 @@ function clearedMarker() {
 
 // ---------- a turn ----------
 
+/** Why a message cannot be sent now, or null. */
+function turnRefusal(text) {
+  if (!state.project) return "No project is open: your message stays here.";
+  if (!canEdit()) return REASONS.viewer;
+  const length = [...text].length; // characters as the API counts them, not UTF-16 units
+  if (length > config.messageMaxChars) {
+    return `Your message is ${length.toLocaleString()} characters; the API takes at most ${config.messageMaxChars.toLocaleString()}. Shorten it or split it: it stays here.`;
+  }
+  return null;
+}
+
 async function sendTurn(text, retry) {
-  if (!text.trim() || !state.project || !canEdit() || state.sending) return;
+  if (!text.trim() || turnRefusal(text) || state.sending) return;
   state.sending = true;
   $("send").disabled = true;
   const key = retry ? retry.key : newKey();
   const list = $("message-list");
   if (retry) retry.node.remove();
-  else list.append(el("li", { class: "message user pending", dataset: { role: "user" } }, el("span", { class: "who" }, "You"), el("div", { class: "text" }, text)));
-  const textNode = el("div", { class: "text", "aria-live": "polite", "aria-atomic": "false" });
+  else list.append(el("li", { class: "message user pending", dataset: { role: "user" } }, el("span", { class: "who" }, "You"), el("div", { class: "text", dir: "auto" }, text)));
+  const textNode = el("div", { class: "text", dir: "auto", "aria-live": "polite", "aria-atomic": "false" });
   const chips = el("div", { class: "chips" });
   const reply = el(
     "li",
@@ -486,6 +544,7 @@ async function sendTurn(text, retry) {
       // The person may have opened another thread or project meanwhile: theirs stays open.
       if (!reply.isConnected) return;
       if (!state.conversation || state.conversation.id !== conversation.id) {
+        state.views += 1;
         state.conversation = { id: conversation.id, title: conversation.title, archived: false, turnCount: 0 };
         renderThreadHead();
       }
@@ -525,6 +584,12 @@ async function sendTurn(text, retry) {
       loadThreads();
       refreshUsage();
       if (!state.conversation || state.conversation.id !== threadId) return;
+      // The thread was opened again while the reply came: the list drawn then has no room
+      // for this turn, so its newest page is read again.
+      if (!reply.isConnected) {
+        openThread(threadId);
+        return;
+      }
       if (answer.nudge.show) maybeNudge(answer.nudge.turns, answer.nudge.threshold);
       scrollToEnd();
       if ((answer.memoriesSaved || []).length || (answer.memoriesForgotten || []).length) loadMemory();
@@ -532,7 +597,15 @@ async function sendTurn(text, retry) {
     },
     error(error) {
       finished();
+      if (!reply.isConnected) {
+        // Its thread was opened again (or another one): the failure is said in an alert,
+        // and a thread still open shows what was saved of the turn.
+        showError(error, "get the reply");
+        const threadId = made || body.conversationId;
+        if (threadId && state.project && state.project.id === projectId && state.conversation && state.conversation.id === threadId) openThread(threadId);
+      }
       if (error.status === 403) refused();
+      if (error.status === 401) sessionEnded();
       // A save the API refused takes back the thread the turn made (the refusal names no
       // thread), so the next message starts one; a model failure was saved, and names it.
       const saved = error.code === "connection_lost" || error.details.some((detail) => detail.conversationId);
@@ -680,7 +753,7 @@ function memoryNode(entry) {
       el("span", { class: `badge scope-${entry.scope}` }, entry.scope === "thread" ? "this thread" : "project"),
       el("span", { class: `badge source-${entry.source}` }, entry.source),
     ),
-    el("p", { class: "value" }, entry.value),
+    el("p", { class: "value", dir: "auto" }, entry.value),
     el(
       "p",
       { class: "meta" },
@@ -710,15 +783,17 @@ function scopeQuery(entry) {
 }
 
 function editMemory(entry, node) {
-  const value = el("textarea", { id: `edit-${entry.key}`, rows: "2", required: true });
+  // A project entry and a thread entry may share a key: the ids name the scope and thread too.
+  const id = `edit-${entry.scope}-${entry.scope === "thread" ? entry.conversationId : "project"}-${entry.key}`;
+  const value = el("textarea", { id, rows: "2", required: true, dir: "auto" });
   value.value = entry.value;
-  const category = el("select", { id: `edit-category-${entry.key}` }, CATEGORIES.map((name) => el("option", { value: name, selected: name === entry.category }, name)));
+  const category = el("select", { id: `${id}-category` }, CATEGORIES.map((name) => el("option", { value: name, selected: name === entry.category }, name)));
   const form = el(
     "form",
     { class: "stack edit" },
-    el("label", { for: `edit-${entry.key}` }, "Value"),
+    el("label", { for: id }, "Value"),
     value,
-    el("label", { for: `edit-category-${entry.key}` }, "Category"),
+    el("label", { for: `${id}-category` }, "Category"),
     category,
     el("div", { class: "row" }, el("button", { type: "submit", class: "primary" }, "Save"), el("button", { type: "button", onclick: () => { renderMemory(); focusEntry(entry); } }, "Cancel")),
   );
@@ -775,8 +850,8 @@ function historyItem(record) {
     ` ${when(record.at)}`,
     record.source ? ` · ${record.source}` : "",
     record.reason ? ` · ${record.reason}` : "",
-    record.oldValue ? el("div", { class: "old" }, `was: ${record.oldValue}`) : null,
-    record.newValue ? el("div", { class: "new" }, `now: ${record.newValue}`) : null,
+    record.oldValue ? el("div", { class: "old" }, "was: ", el("bdi", {}, record.oldValue)) : null,
+    record.newValue ? el("div", { class: "new" }, "now: ", el("bdi", {}, record.newValue)) : null,
   );
 }
 
@@ -812,7 +887,7 @@ async function loadContext() {
   fillThreadSettings();
   const layer = (name, id, content) =>
     el("section", { class: "layer", dataset: { layer: id } }, el("h3", {}, name), content);
-  const text = (value) => (value ? el("pre", {}, value) : el("p", { class: "empty" }, "(empty)"));
+  const text = (value) => (value ? el("pre", { dir: "auto" }, value) : el("p", { class: "empty" }, "(empty)"));
   const systemParts = preview.system.filter((part) => part !== preview.memoryBlock && part !== preview.projectContext);
   view.replaceChildren(
     el("p", { class: "tokens", dataset: { tokens: String(preview.tokenEstimate) } }, `≈ ${preview.tokenEstimate.toLocaleString()} tokens for ${preview.model}`),
@@ -831,14 +906,14 @@ async function loadContext() {
       `Preset prompts (${preview.contextPrompts.length})`,
       "prompts",
       preview.contextPrompts.length
-        ? el("ol", { class: "window" }, preview.contextPrompts.map((prompt) => el("li", {}, el("strong", {}, `${prompt.role}: `), prompt.content)))
+        ? el("ol", { class: "window" }, preview.contextPrompts.map((prompt) => el("li", {}, el("strong", {}, `${prompt.role}: `), el("bdi", {}, prompt.content))))
         : text(""),
     ),
     layer(
       `Window (${preview.window.length} messages)`,
       "window",
       preview.window.length
-        ? el("ol", { class: "window" }, preview.window.map((message) => el("li", {}, el("strong", {}, `${message.role}: `), message.content)))
+        ? el("ol", { class: "window" }, preview.window.map((message) => el("li", {}, el("strong", {}, `${message.role}: `), el("bdi", {}, message.content))))
         : text(""),
     ),
   );
@@ -907,7 +982,8 @@ async function loadPresets() {
             el(
               "span",
               { class: "member" },
-              `${preset.name} (${preset.contextPrompts.length} ${preset.contextPrompts.length === 1 ? "prompt" : "prompts"})`,
+              el("bdi", {}, preset.name),
+              ` (${preset.contextPrompts.length} ${preset.contextPrompts.length === 1 ? "prompt" : "prompts"})`,
               el("span", { class: "meta preset-settings" }, presetSettingsWords(preset.settings)),
             ),
             el("button", { type: "button", disabled: !editor, onclick: () => editPreset(preset) }, "Edit"),
@@ -1036,6 +1112,8 @@ async function loadProjectSettings() {
           send("PUT", projectPath(`/members/${enc(member.userId)}`), { role: role.value }),
         );
         if (!changed) role.value = member.role;
+        // Their own role: the page's controls follow it before the list is drawn again.
+        if (changed && member.userId === state.user) await refreshRole();
         if (await loadProjectSettings()) focusMember(member.userId);
       });
       return el(
@@ -1052,8 +1130,17 @@ async function loadProjectSettings() {
 
 async function removeMember(userId) {
   if (!(await confirmed(`Remove ${userId} from ${state.project.name}?`, "Remove"))) return;
+  const name = state.project.name;
   const done = await attempt(`remove ${userId}`, () => send("DELETE", projectPath(`/members/${enc(userId)}`)));
-  if (done !== undefined && (await loadProjectSettings())) focusMember(userId);
+  if (done === undefined) return;
+  if (userId === state.user) {
+    // They left the project: it goes from the picker, and another one opens.
+    showNote(`You have left ${name}.`);
+    localStorage.removeItem(`recall.project.${state.user}`);
+    await attempt("load your projects", () => loadProjects());
+    return;
+  }
+  if (await loadProjectSettings()) focusMember(userId);
 }
 
 /** Focus back on the member's role after the list is drawn again, or on the list's heading. */
@@ -1127,12 +1214,29 @@ async function importFile() {
   $("import-file").value = "";
   if (!started) return;
   let status = started;
-  while (status && (status.status === "queued" || status.status === "running")) {
-    progress.textContent = `Importing: ${status.threadsDone} of ${status.threadsTotal} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets`;
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    status = await attempt("follow the import", () => get(`/projects/${enc(project)}/import/${enc(started.id)}`));
+  let failures = 0;
+  let wait = config.importPollSeconds;
+  while (status.status === "queued" || status.status === "running") {
+    const shown = `Importing: ${status.threadsDone} of ${status.threadsTotal} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets`;
+    progress.textContent = failures ? `${shown} (checking again in ${Math.ceil(wait)} s)` : shown;
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    try {
+      status = await get(`/projects/${enc(project)}/import/${enc(started.id)}`);
+      failures = 0;
+      wait = config.importPollSeconds;
+    } catch (error) {
+      // A throttled or unavailable API, or the network, passes: ask again, waiting longer
+      // each time (at least what Retry-After says), and give up only after several.
+      const passing = error instanceof ApiError && (error.status === 0 || error.status === 429 || error.status >= 500);
+      failures += 1;
+      if (!passing || failures >= IMPORT_POLL_FAILURES) {
+        progress.textContent = `${shown}. Lost track of the import: ${error instanceof ApiError ? error.words : error} It may still finish: reload the page later to see its threads.`;
+        if (!passing) showError(error, "follow the import");
+        return;
+      }
+      wait = Math.max(Number(error.retryAfter) || 0, config.importPollSeconds * 2 ** failures);
+    }
   }
-  if (!status) return;
   const errors = (status.errors || []).length ? ` ${status.errors.length} problems: ${status.errors.map((e) => (typeof e === "string" ? e : e.message || JSON.stringify(e))).join("; ")}` : "";
   progress.textContent = `Import ${status.status}: ${status.threadsDone} threads, ${status.messagesDone} messages, ${status.memoriesDone} memory entries, ${status.presetsDone} presets.${errors}`;
   if (!state.project || state.project.id !== project) return;
@@ -1174,6 +1278,7 @@ function wire() {
   $("new-chat").addEventListener("click", () => newChat());
   $("show-archived").addEventListener("change", () => {
     state.archived = $("show-archived").checked;
+    state.threads = []; // the other list starts at its first page
     loadThreads();
   });
   $("more-threads").addEventListener("click", () => loadThreads(true));
@@ -1190,6 +1295,10 @@ function wire() {
       $("composer-wait").hidden = false;
       return;
     }
+    // What cannot be sent stays in the box, and the page says why.
+    const refusal = turnRefusal(text);
+    setReason($("composer-note"), refusal);
+    if (refusal) return;
     $("composer-input").value = "";
     sendTurn(text);
   });
@@ -1227,6 +1336,7 @@ function wire() {
   $("thread-follow").addEventListener("click", () => saveThreadSettings(null));
   wireUsage(() => state.project && loadUsage(state.project, state.user));
   document.addEventListener("recall:refused", refreshRole);
+  document.addEventListener("recall:unauthorized", sessionEnded);
   for (const button of document.querySelectorAll("[data-go]")) {
     button.addEventListener("click", () => go(button.dataset.go));
   }
@@ -1247,24 +1357,54 @@ async function start() {
   $("project-picker").hidden = false;
   $("who").hidden = false;
   $("who-name").textContent = session.isLocal ? `${claims.sub} (local)` : claims.sub;
+  $("who-name").title = $("who-name").textContent;
   for (const name of SIDE_VIEWS) {
     $(`${name}-panel`).hidden = name !== "memory";
     $(`tab-${name}`).setAttribute("aria-selected", String(name === "memory"));
   }
   go("chat");
+  if (session.refusedWebSocketUrl) $("transport").textContent = `Streaming off: ${refusedSocketWords()} Replies arrive whole over HTTP.`;
+  if (!(await firstProjects())) return;
+  document.body.dataset.ready = "console"; // what the browser tests wait for
+}
+
+/** The person's projects, the first time: a 401 is a token the API refuses (back to
+ * sign-in), any other failure leaves no project open, with a Try again. False after a 401. */
+async function firstProjects() {
   try {
     await loadProjects();
+    state.signedIn = true;
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) {
       session.signOut();
       renderSignIn();
       showError(error, "sign in (the API refused the token)");
-      return;
-    } else {
-      showError(error, "load your projects");
+      return false;
     }
+    showError(error, "load your projects");
+    projectsNotLoaded(error);
   }
-  document.body.dataset.ready = "console"; // what the browser tests wait for
+  return true;
+}
+
+/** Nothing open and nothing to act on but Try again, saying what failed. */
+function projectsNotLoaded(error) {
+  state.projects = [];
+  state.project = null;
+  $("project-select").replaceChildren(el("option", { value: "" }, "Projects not loaded"));
+  leaveProject();
+  $("memory-list").replaceChildren();
+  const words = error instanceof ApiError ? error.words : String(error && error.message ? error.message : error);
+  $("thread-list").replaceChildren(
+    el(
+      "div",
+      { class: "load-failed", role: "status" },
+      el("p", {}, `Your projects could not be loaded: ${words}`),
+      el("button", { type: "button", class: "primary", onclick: () => firstProjects() }, "Try again"),
+    ),
+  );
+  $("more-threads").hidden = true;
+  setReason($("composer-reason"), "Your projects could not be loaded: Try again in the Conversations panel.");
 }
 
 wire();

@@ -35,8 +35,9 @@ export function claimsOf(token) {
   }
 }
 
-/** ?api= and ?ws= override config.js for this page only. Never remembered: a link that
- * named someone else's server would otherwise get every token pasted on later visits. */
+/** ?api= (and ?ws=, within limits below) override config.js for this page only. Never
+ * remembered: a link that named someone else's server would otherwise get every token
+ * pasted on later visits. */
 function given(name, fallback) {
   return new URLSearchParams(location.search).get(name) || fallback;
 }
@@ -46,7 +47,31 @@ localStorage.removeItem(API);
 localStorage.removeItem(WS);
 
 export const apiBase = given("api", config.apiBase || location.origin).replace(/\/$/, "");
-export const webSocketUrl = given("ws", config.webSocketUrl || apiBase.replace(/^http/, "ws") + "/ws");
+
+/** The host of a ws:// or wss:// address, or null for anything else. */
+function socketHost(address) {
+  try {
+    const url = new URL(address);
+    return ["ws:", "wss:"].includes(url.protocol) ? url.host : null;
+  } catch {
+    return null;
+  }
+}
+
+const configuredSocket = config.webSocketUrl || apiBase.replace(/^http/, "ws") + "/ws";
+const askedSocket = new URLSearchParams(location.search).get("ws");
+/** A ?ws= address is used only on the API's own host or the configured socket's: the
+ * socket carries the token, and a link must not send it anywhere the sign-in page does not
+ * name. Another one is refused, and the page says so (replies then arrive over HTTP). */
+const socketAllowed =
+  !askedSocket ||
+  (socketHost(askedSocket) !== null &&
+    [new URL(apiBase).host, socketHost(configuredSocket)].includes(socketHost(askedSocket)));
+export const refusedWebSocketUrl = socketAllowed ? null : askedSocket;
+export const webSocketUrl = socketAllowed ? askedSocket || configuredSocket : null;
+/** Where the socket goes when it is not the API's own host: the sign-in page names it too. */
+export const webSocketElsewhere =
+  webSocketUrl && socketHost(webSocketUrl) !== new URL(apiBase).host ? new URL(webSocketUrl).origin : null;
 
 /** Served by make dev on this machine: the only place local tokens work. */
 export const isLocal =
