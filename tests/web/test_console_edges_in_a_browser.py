@@ -483,6 +483,33 @@ def test_an_api_named_in_a_link_serves_that_page_only_and_is_never_remembered(
     assert "127.0.0.1:9" not in stored
 
 
+def test_a_link_naming_another_api_never_gets_the_token_a_signed_in_tab_holds(
+    page: Page, console: DevServer, user: str
+) -> None:
+    # Given a signed-in tab, and another server that records what it is sent
+    sign_in(page, console, user)
+    held = page.evaluate("sessionStorage.getItem('recall.token')")
+    assert held
+    elsewhere = "http://127.0.0.1:9"
+    sent: list[str] = []
+
+    def record(route: Route) -> None:
+        sent.append(route.request.headers.get("authorization", ""))
+        route.fulfill(status=200, content_type="application/json", body="{}")
+
+    page.route(f"{elsewhere}/**", record)
+    # When the same tab opens a link that names that server as the API
+    page.goto(f"{console.url}/?api={elsewhere}")
+    # Then it asks to sign in for that server, and the token went nowhere
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    expect(page.get_by_text(elsewhere).first).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    assert all(held not in header for header in sent)
+    # And back on its own API the tab is still signed in
+    page.goto(console.url)
+    expect(page.locator("#console")).to_be_visible()
+
+
 def test_the_page_names_an_icon_the_server_has_so_the_browser_asks_for_no_missing_one(
     page: Page, console: DevServer, user: str
 ) -> None:

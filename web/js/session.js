@@ -3,6 +3,8 @@
 import { config } from "../config.js";
 
 const TOKEN = "recall.token";
+// The API the held token was signed in for: a token is sent nowhere else.
+const TOKEN_API = "recall.token.api";
 const API = "recall.api";
 const WS = "recall.ws";
 
@@ -78,14 +80,20 @@ export const isLocal =
   new URL(apiBase).origin === location.origin &&
   ["127.0.0.1", "localhost", "[::1]"].includes(location.hostname);
 
+/** The token signed in for this page's API, or null. A link naming another API (`?api=`)
+ * opened in a signed-in tab would otherwise send it the token this tab already holds,
+ * with no paste and no prompt: there the page asks to sign in again. */
 export function token() {
+  if (sessionStorage.getItem(TOKEN_API) !== apiBase) return null;
   return sessionStorage.getItem(TOKEN);
 }
 
 export function signIn(newToken) {
   sessionStorage.setItem(TOKEN, newToken.trim());
+  sessionStorage.setItem(TOKEN_API, apiBase);
 }
 
 export function signOut() {
   sessionStorage.removeItem(TOKEN);
+  sessionStorage.removeItem(TOKEN_API);
 }
