@@ -10,10 +10,9 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
-import boto3
 import pytest
 
-from local import background, embedded, runtime, template
+from local import embedded, runtime, template
 from recall.domain.jobs import ExtractJob, job_body
 from recall.domain.memory import MemoryEntry
 from recall.domain.messages import Message
@@ -22,6 +21,7 @@ from recall.domain.usage import Counts
 from recall.services.extraction import RuleExtractor
 from recall.wiring import conversation_store, job_runner, memory_store
 from tests.integration.conftest import Api
+from tests.integration.queued_jobs import take_queued
 
 MakeProject = Callable[..., str]
 
@@ -173,27 +173,8 @@ def test_an_extraction_the_model_failed_runs_when_sqs_delivers_it_again(
 
 
 def kinds_queued(store: embedded.EmbeddedStore, api: Api) -> list[str]:
-    """The kinds of the jobs queued for ``api``'s user, taken off the queue; other tests'
-    jobs are hidden while the queue is read through, then made visible again."""
-    queue = store.queues["MemoryJobsQueue"]
-    client = boto3.client("sqs", endpoint_url=store.endpoint, region_name=background.REGION)
-    kinds: list[str] = []
-    others: list[str] = []
-    while messages := client.receive_message(
-        QueueUrl=queue.url, MaxNumberOfMessages=10, WaitTimeSeconds=0, VisibilityTimeout=60
-    ).get("Messages", []):
-        for message in messages:
-            body = json.loads(message["Body"])
-            if body.get("userId") == api.sub:
-                kinds.append(body["kind"])
-                client.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
-            else:
-                others.append(message["ReceiptHandle"])
-    for handle in others:
-        client.change_message_visibility(
-            QueueUrl=queue.url, ReceiptHandle=handle, VisibilityTimeout=0
-        )
-    return kinds
+    """The kinds of the jobs queued for ``api``'s user, taken off the queue."""
+    return [json.loads(body)["kind"] for body in take_queued(store, api.sub or "")]
 
 
 def test_a_rule_said_while_the_thread_was_short_is_extracted_once_it_is_long_enough(

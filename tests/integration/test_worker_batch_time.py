@@ -4,15 +4,13 @@ messages, instead of running past the function's Timeout."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 import uuid
 
-import boto3
-
-from local import background, embedded, runtime, template
+from local import embedded, runtime, template
 from recall.domain.jobs import SummarizeJob, job_body
 from recall.settings import get_settings
+from tests.integration.queued_jobs import take_queued
 
 WORKER = "WorkerFunction"
 
@@ -36,31 +34,6 @@ def records(bodies: list[str]) -> dict[str, Any]:
     }
 
 
-def queued_for(store: embedded.EmbeddedStore, user_id: str) -> list[str]:
-    """The bodies of the jobs queue's messages for ``user_id``, taken off the queue; any
-    other message is made visible again at once."""
-    queue = store.queues["MemoryJobsQueue"]
-    client = boto3.client("sqs", endpoint_url=store.endpoint, region_name=background.REGION)
-    found: list[str] = []
-    while True:
-        messages = client.receive_message(
-            QueueUrl=queue.url, MaxNumberOfMessages=10, WaitTimeSeconds=0
-        ).get("Messages", [])
-        taken = 0
-        for message in messages:
-            handle = message["ReceiptHandle"]
-            if json.loads(message["Body"]).get("userId") == user_id:
-                found.append(message["Body"])
-                client.delete_message(QueueUrl=queue.url, ReceiptHandle=handle)
-                taken += 1
-            else:
-                client.change_message_visibility(
-                    QueueUrl=queue.url, ReceiptHandle=handle, VisibilityTimeout=0
-                )
-        if not taken:
-            return found
-
-
 def test_a_batch_short_of_time_runs_its_first_job_and_hands_the_rest_back(
     embedded_store: embedded.EmbeddedStore,
 ) -> None:
@@ -79,7 +52,7 @@ def test_a_batch_short_of_time_runs_its_first_job_and_hands_the_rest_back(
     # Then no record is a failure (none waits out the visibility timeout or spends a
     # receive), and the nine not started are on the queue again, as they were
     assert reply == {"batchItemFailures": []}
-    assert sorted(queued_for(embedded_store, user)) == sorted(bodies[1:])
+    assert sorted(take_queued(embedded_store, user)) == sorted(bodies[1:])
 
 
 def test_a_batch_with_time_for_every_job_hands_nothing_back(
@@ -95,4 +68,4 @@ def test_a_batch_with_time_for_every_job_hands_nothing_back(
     reply = runtime.handler_module(WORKER).lambda_handler(records(bodies), context)
 
     assert reply == {"batchItemFailures": []}
-    assert queued_for(embedded_store, user) == []
+    assert take_queued(embedded_store, user) == []
