@@ -135,6 +135,14 @@ def test_one_thing_given_another_value_on_a_scale_is_a_contradiction() -> None:
     assert contradicts(entry("prices_euros", "prices in euros"), entry("prices_dollars", "$"))
 
 
+def test_two_settings_each_with_its_own_values_are_no_contradiction() -> None:
+    # The keys differ by one colour, but each value names a setting of its own
+    black = entry("logo_black", "Use the black logo on light backgrounds")
+    white = entry("logo_white", "Use the white logo on dark backgrounds")
+    assert not contradicts(black, white)
+    assert not contradicts(white, black)
+
+
 def test_two_things_or_two_prohibitions_or_two_categories_are_no_contradiction() -> None:
     dark = entry("header_dark", "Always keep the header dark")
     # Another thing with the same value, or a word that is not a value on a scale

@@ -44,9 +44,11 @@ definitions are word rules, deterministic by design:
 * Contradiction: the same subject with a different value; or opposed entries (do vs
   don't) where the subject words of one value contain the other's: "never use stock
   photos" and "use stock photos for the blog"; or two entries of one category, neither
-  negative, whose key subjects are a changed value and whose values differ: "keep the
-  header dark" (``header_dark``) and "keep the header light" (``header_light``). Two
-  prohibitions ("no dark header", "no light header") never contradict.
+  negative, whose key subjects are a changed value and whose values differ, on their
+  scales, by no more than those two values: "keep the header dark" (``header_dark``) and
+  "keep the header light" (``header_light``), but not "the black logo on light
+  backgrounds" (``logo_black``) and "the white logo on dark backgrounds" (``logo_white``),
+  two settings. Two prohibitions ("no dark header", "no light header") never contradict.
 * When an entry was said (``said_at``): for an extracted entry, the time of the user
   message it was read from; for any other, when it was written (``updated_at``). "Newer"
   always means said later: an old message extracted today is still old.
@@ -226,8 +228,21 @@ def contradicts(first: MemoryEntry, second: MemoryEntry) -> bool:
         first.category == second.category
         and Polarity.NEGATIVE not in {polarity(first), polarity(second)}
         and changed_value(key_subject(first), key_subject(second))
+        and _values_change_only(first, second, key_subject(first) ^ key_subject(second))
         and not same_value(first, second)
     )
+
+
+def _scale_words(subject: frozenset[str]) -> frozenset[str]:
+    return frozenset(word for word in subject if any(word in scale for scale in SCALES))
+
+
+def _values_change_only(first: MemoryEntry, second: MemoryEntry, pair: frozenset[str]) -> bool:
+    """The values differ on their scales by no more than the keys' two values: "the black
+    logo on light backgrounds" and "the white logo on dark backgrounds" name two settings,
+    each a rule of its own, not one logo given two colours."""
+    said = _scale_words(value_subject(first)) ^ _scale_words(value_subject(second))
+    return said <= pair
 
 
 def when_said(entry: MemoryEntry) -> str:
