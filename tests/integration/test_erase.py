@@ -9,6 +9,7 @@ from datetime import timedelta
 import json
 import threading
 from typing import Any
+import uuid
 
 import boto3
 import pytest
@@ -367,6 +368,29 @@ def test_a_large_erasure_whose_job_the_queue_throttles_is_a_429_and_a_retry_fini
     # Then
     assert nothing(held(bob.sub or "", project, threads))
     assert mentions(bob.sub or "", project) == []
+
+
+def test_deleting_a_project_keeps_the_owners_marker_until_every_other_member_is_erased(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an owner whose id sorts before a member's, the member with data past one run,
+    # and SQS throttling the hand-off
+    tag = uuid.uuid4().hex[:8]
+    owner, member = Api(f"aaa-{tag}"), Api(f"zzz-{tag}")
+    project = make_project(owner, {member: "editor"})
+    for n in range(3):
+        assert member.post(f"/projects/{project}/chat", {"message": f"hello {n}"}).status == 200
+    monkeypatch.setattr(erasure_service(), "_budget", 10)
+    with no_backoff_sleep(), injected(sqs_client(), "sqs") as queue:
+        queue.arm(0, QUEUE_THROTTLED, ALWAYS)
+        # When the owner deletes the project and the run stops part-way
+        first = owner.delete(f"/projects/{project}")
+    assert first.status == 429, first
+    # Then the owner is still marked, so their retry finishes what is left
+    pending = ErasureMarkers(get_settings(), project_store()).erasures(project, 10)
+    assert owner.sub in pending and member.sub in pending
+    monkeypatch.setattr(erasure_service(), "_budget", get_settings().erase_items_per_run)
+    assert owner.delete(f"/projects/{project}").status == 204
 
 
 def test_a_turn_racing_an_erasure_saves_nothing(

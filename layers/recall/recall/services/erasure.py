@@ -165,8 +165,10 @@ class ErasureService:
         turned = self._markers.for_members(project_id, max(1, left // MARKER_WRITES))
         left -= turned * MARKER_WRITES
         member_cost = MEMBER_REQUESTS * self._request_items
+        # Two at least: a page of one could be the caller alone while others are still
+        # marked, and the caller's marker must stay until they are done.
         while left > 0 and (
-            erasures := self._markers.erasures(project_id, left // member_cost + 1)
+            erasures := self._markers.erasures(project_id, left // member_cost + 2)
         ):
             others = [user for user in erasures if user != caller_id]
             for user_id in others or erasures:
