@@ -198,6 +198,30 @@ def test_a_rule_said_while_the_thread_was_short_is_extracted_once_it_is_long_eno
     assert "extract" in kinds_queued(embedded_store, alice)
 
 
+def test_a_rule_said_within_the_cooldown_queues_no_extraction_on_every_later_turn(
+    alice: Api, make_project: MakeProject, embedded_store: embedded.EmbeddedStore
+) -> None:
+    # Given a long thread whose extraction ran, and a rule said within the cooldown,
+    # whose own extraction the cooldown refused
+    project = make_project(alice)
+    thread = chat(alice, project, "Always use a formal tone.")["conversation"]["id"]
+    for text in ("What can you do?", "Tell me about candles"):
+        chat(alice, project, text, thread)
+    extract(alice, project, thread)
+    assert extraction_ran(alice, project)
+    chat(alice, project, "Never use emojis in replies.", thread)
+    assert "extract" in kinds_queued(embedded_store, alice)
+    extract(alice, project, thread)
+    # When plain turns follow
+    for n in range(3):
+        chat(alice, project, f"Plain question number {n}", thread)
+    # Then none queues an extraction the cooldown would refuse, and the rule waits its turn
+    assert "extract" not in kinds_queued(embedded_store, alice)
+    waiting = conversation_store().get(alice.sub or "", project, thread)
+    assert waiting is not None and waiting.signals_at is not None
+    assert waiting.signals_wait_until is not None
+
+
 def test_an_extraction_leaves_the_stamp_of_a_rule_said_after_it_read_the_thread(
     alice: Api, make_project: MakeProject
 ) -> None:

@@ -25,6 +25,10 @@ IDS = {
 }
 
 
+NOW = "2025-01-01T12:00:00.000Z"
+LATER = "2025-01-01T13:00:00.000Z"
+
+
 def jobs_after(
     messages_now: int, text: str, left_window: bool = False, sends_memory: bool = True
 ) -> list[AnyJob]:
@@ -34,6 +38,7 @@ def jobs_after(
         signals=carries_signals(text),
         left_window=left_window,
         sends_memory=sends_memory,
+        at=NOW,
     )
 
 
@@ -67,10 +72,30 @@ def test_a_thread_that_does_not_send_memory_queues_no_extraction() -> None:
 def test_a_thread_stamped_with_unread_signals_queues_extraction_after_any_turn() -> None:
     stamped = THREAD.model_copy(update={"signals_at": "2025-01-01T00:00:00.000Z"})
     queued = followups().jobs_after(
-        stamped, 6, signals=carries_signals("thanks"), left_window=False, sends_memory=True
+        stamped, 6, signals=carries_signals("thanks"), left_window=False, sends_memory=True, at=NOW
     )
     assert [job.kind for job in queued] == [ExtractJob(**IDS).kind]
     assert (
-        followups().jobs_after(stamped, 5, signals=False, left_window=False, sends_memory=True)
+        followups().jobs_after(
+            stamped, 5, signals=False, left_window=False, sends_memory=True, at=NOW
+        )
         == []
     )
+
+
+def test_a_stamp_an_extraction_was_refused_for_waits_until_the_cooldown_is_over() -> None:
+    # Given a stamped thread whose extraction the cooldown refused, until an hour from now
+    waiting = THREAD.model_copy(
+        update={"signals_at": "2025-01-01T00:00:00.000Z", "signals_wait_until": LATER}
+    )
+
+    def after(at: str, text: str) -> list[AnyJob]:
+        return followups().jobs_after(
+            waiting, 8, signals=carries_signals(text), left_window=False, sends_memory=True, at=at
+        )
+
+    # Then a turn with no signals queues nothing before then, and extraction once it is over
+    assert after(NOW, "thanks") == []
+    assert [job.kind for job in after(LATER, "thanks")] == [ExtractJob(**IDS).kind]
+    # And a turn with signals of its own queues it at once, as ever
+    assert [job.kind for job in after(NOW, RULE)] == [ExtractJob(**IDS).kind]

@@ -51,6 +51,9 @@ class Conversation(BaseModel):
     # When a user message carrying preference signals was saved that no extraction has
     # read since: the thread is due one once it is long enough, whichever message said it.
     signals_at: str | None = None
+    # An extraction the cooldown refused set when the slot is free again: until then a turn
+    # with no signals of its own queues none for the stamp (each would be refused too).
+    signals_wait_until: str | None = None
 
 
 DEFAULT_TITLE = "New conversation"

@@ -113,9 +113,8 @@ class ChatService:
                 "A preset starts a new thread: leave out conversationId to use one.",
                 [{"field": "presetId", "message": "only when starting a new thread"}],
             )
-        loaded = self._loader.for_turn(
-            user_id, project_id, conversation_id, text, clock.now(), preset_id
-        )
+        now = clock.now()
+        loaded = self._loader.for_turn(user_id, project_id, conversation_id, text, now, preset_id)
         conversation = loaded.conversation
         if listener is not None:
             listener.started(conversation, loaded.created)
@@ -141,6 +140,7 @@ class ChatService:
                 signals=signals,
                 left_window=left_window and loaded.settings.use_summary,
                 sends_memory=loaded.settings.send_memory,
+                at=clock.stamp(now),
             )
         )
         user_message, assistant = saved[0], saved[-1]

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, Field, ValidationError
 
+from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.extraction import (
     ExtractionAction,
@@ -264,6 +265,9 @@ class ExtractionService:
         )
         slot = self._upkeep.claim_extraction(job.user_id, job.project_id, now, guard)
         if slot is None:
+            if conversation.signals_at is not None:
+                until = now + timedelta(seconds=settings.extract_cooldown_seconds)
+                self._signals_wait(job, conversation.signals_at, clock.stamp(until))
             return ExtractionReport(False, "extraction ran within the cooldown or the user left")
         report = ExtractionReport(True, "claimed")
         try:
@@ -319,6 +323,17 @@ class ExtractionService:
             logger.exception("thread's signals not marked read")
             return
         logger.info("thread's signals read", extra={"cleared": cleared})
+
+    def _signals_wait(self, job: ExtractJob, seen: str, until: str) -> None:
+        """The slot is spent for at most a cooldown from now: turns with no signals of
+        their own stop queueing a job the cooldown would refuse. Best effort: a wait not
+        written only queues such jobs, as before."""
+        try:
+            self._conversations.signals_wait(
+                job.user_id, job.project_id, job.conversation_id, seen, until
+            )
+        except Exception:
+            logger.exception("thread's wait for extraction not written")
 
     def _give_back(self, job: ExtractJob, slot: ExtractionSlot) -> None:
         """A run that failed after its claim (the model throttled, a write refused) gives

@@ -1,6 +1,7 @@
 """What a turn leaves for later: extraction once the thread is long enough and holds a user
 message with preference signals that no extraction has read yet (this turn's, or an earlier
-one stamped on the thread as ``signals_at``; never from a thread that does not send memory:
+one stamped on the thread as ``signals_at``, unless an extraction the cooldown refused
+said to wait until ``signals_wait_until``; never from a thread that does not send memory:
 it neither reads nor writes project memory), and a summary job when messages left the window.
 Queued after the turn is saved; a failure here is logged and counted, and never reaches
 the reply."""
@@ -29,7 +30,9 @@ class TurnFollowUps:
         signals: bool,
         left_window: bool,
         sends_memory: bool,
+        at: str,
     ) -> list[AnyJob]:
+        """The jobs a turn saved at ``at`` (a stamp) leaves: see the module text."""
         ids = {
             "user_id": conversation.user_id,
             "project_id": conversation.project_id,
@@ -39,7 +42,8 @@ class TurnFollowUps:
         # Every message, tool ones too: an upper bound. The worker counts only user and
         # assistant messages, before it claims its slot.
         long_enough = messages_now >= self._settings.extract_min_messages
-        due = signals or conversation.signals_at is not None
+        waiting = (conversation.signals_wait_until or "") > at
+        due = signals or (conversation.signals_at is not None and not waiting)
         if sends_memory and long_enough and due:
             jobs.append(ExtractJob(**ids))
         if left_window:

@@ -416,10 +416,37 @@ class ConversationStore:
             self.client.update_item(
                 TableName=self._table,
                 Key=conversation_key(user_id, project_id, conversation_id),
-                UpdateExpression="REMOVE #signalsAt",
+                UpdateExpression="REMOVE #signalsAt, #waitUntil",
                 ConditionExpression="#signalsAt = :seen",
-                ExpressionAttributeNames={"#signalsAt": "signalsAt"},
+                ExpressionAttributeNames={
+                    "#signalsAt": "signalsAt",
+                    "#waitUntil": "signalsWaitUntil",
+                },
                 ExpressionAttributeValues={":seen": to_value(seen)},
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise translate(exc) from exc
+        return True
+
+    def signals_wait(
+        self, user_id: str, project_id: str, conversation_id: str, seen: str, until: str
+    ) -> bool:
+        """An extraction for the stamp ``seen`` was refused by the cooldown: turns with no
+        signals of their own queue none for it before ``until`` (unless a later turn stamped
+        the thread again, or the thread is gone)."""
+        try:
+            self.client.update_item(
+                TableName=self._table,
+                Key=conversation_key(user_id, project_id, conversation_id),
+                UpdateExpression="SET #waitUntil = :until",
+                ConditionExpression="#signalsAt = :seen",
+                ExpressionAttributeNames={
+                    "#signalsAt": "signalsAt",
+                    "#waitUntil": "signalsWaitUntil",
+                },
+                ExpressionAttributeValues={":seen": to_value(seen), ":until": to_value(until)},
             )
         except ClientError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
