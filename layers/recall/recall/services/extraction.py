@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+import re
 from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -113,6 +114,17 @@ EXTRACTION_INSTRUCTIONS = (
 )
 
 
+# A tag that would open or close the transcript's quote, as a message may spell it.
+_FRAME_TAG = re.compile(r"<(\s*/?\s*conversation)", re.IGNORECASE)
+
+
+def _on_one_line(text: str, max_chars: int) -> str:
+    """A message as one transcript line that cannot end the quote: a message holding
+    ``</conversation>`` would otherwise speak to the model as the request itself. Other
+    markup is kept, since values keep the user's own words (a rule about ``<h1>``)."""
+    return _FRAME_TAG.sub(r"‹\1", " ".join(clipped(text, max_chars).split()))
+
+
 class ModelExtractor:
     """With a model: structured output forced through a tool schema, validated on return;
     an answer that does not fit the schema proposes nothing. The model reads the newest
@@ -139,10 +151,7 @@ class ModelExtractor:
     def propose(
         self, messages: list[Message], spent: Callable[[Counts], None] | None = None
     ) -> list[MemoryEntry]:
-        lines = [
-            f"{m.role}: {' '.join(clipped(m.content, self._message_max_chars).split())}"
-            for m in messages
-        ]
+        lines = [f"{m.role}: {_on_one_line(m.content, self._message_max_chars)}" for m in messages]
         newest = newest_that_fit(lines, self._transcript_max_chars)
         transcript = "\n".join(lines[len(lines) - newest :])
         request = ModelRequest(
