@@ -77,6 +77,7 @@ openapi: install ## Write the OpenAPI document the handlers serve
 bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; cold start per function; prefix reuse; time to first delta; erasure and large export by size; a preset's cost; the embedded store's transactions as it fills
 	$(PY) -m bench.turns
 	$(PY) -m bench.cold_start
+	$(PY) -m bench.bytecode
 	$(PY) -m bench.prompt_cache
 	$(PY) -m bench.stream
 	$(PY) -m bench.erase
@@ -90,7 +91,7 @@ bench-import: install ## Import 1,000 threads of 50 messages through the queue: 
 eval: install ## Precision and recall of the offline preference classifier on its labelled set
 	$(PY) -m bench.eval_preferences
 
-check-wheels: install ## The layer's requirements have arm64/cp313 wheels (needs the package index)
+check-wheels: install ## The layer builds for the runtime: arm64/cp313 wheels, bytecode (needs the package index)
 	$(PY) -m pytest tests/deploy
 
 $(DEPLOY_INSTALLED): requirements-deploy.txt
