@@ -12,8 +12,9 @@ import re
 from playwright.sync_api import Page, Route, WebSocket, WebSocketRoute, expect
 import pytest
 
+from local.tokens import demo_token
 from tests.e2e.conftest import Caller, DevServer
-from tests.web.conftest import TAKEN, configure, sign_in
+from tests.web.conftest import TAKEN, configure, shoot, sign_in
 from tests.web.test_console_in_a_browser import composer, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
@@ -72,6 +73,47 @@ def test_a_link_naming_the_apis_own_websocket_still_streams(
     reply = page.locator('.message.assistant[data-status="complete"]')
     expect(reply).to_have_attribute("data-transport", "stream")
     assert opened and all(url.startswith(own) for url in opened)
+
+
+def serve_the_api_over_https(page: Page, console: DevServer, origin: str) -> None:
+    """Answers ``origin`` (an https address no test can serve) from make dev's server, as an
+    API deployed behind TLS would."""
+
+    def forward(route: Route) -> None:
+        answer = route.fetch(url=console.url + route.request.url.removeprefix(origin))
+        headers = {**answer.headers, "access-control-allow-origin": "*"}
+        route.fulfill(response=answer, headers=headers)
+
+    page.route(f"{origin}/**", forward)
+
+
+def test_a_link_naming_a_cleartext_websocket_for_an_https_api_is_refused(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an API served over https, and a link whose ?ws= is ws: on that API's own host
+    seed_project(api(user))
+    https_api = "https://api.example"
+    serve_the_api_over_https(page, console, https_api)
+    opened = sockets_opened(page)
+    page.goto(f"{console.url}/?api={https_api}&ws=ws://api.example/ws")
+    # Then the sign-in page says the socket is not used, and why
+    refused = page.locator("#ws-refused")
+    expect(refused).to_contain_text("ws://api.example/ws")
+    expect(refused).to_contain_text("not encrypted")
+    shoot(page, "ws-cleartext-refused")
+    # When someone signs in with a token and sends a message
+    page.locator("#sign-in-jwt").fill(demo_token(user))
+    page.get_by_role("button", name="Use this token").click()
+    page.wait_for_selector('body[data-ready="console"]')
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    # Then the reply comes whole over HTTP, and no socket was opened to send the token on
+    reply = page.locator('.message.assistant[data-status="complete"]')
+    expect(reply).to_have_attribute("data-transport", "whole")
+    expect(page.locator("#transport")).to_contain_text("Streaming off")
+    assert opened == []
+    # The lists read again after the turn may still be on their way when the page closes
+    page.unroute_all(behavior="ignoreErrors")
 
 
 def swallow_chat_frames(page: Page, answer_after: int | None = None) -> list[dict[str, object]]:

@@ -56,7 +56,11 @@ const turns = new Turns((how) => {
 });
 
 function refusedSocketWords() {
-  return `this page's link names the WebSocket ${session.refusedWebSocketUrl}, which is not on the API's host, so it is not used.`;
+  const why =
+    session.refusedWebSocketReason === "cleartext"
+      ? "which is not encrypted (ws:) while the API is https"
+      : "which is not on the API's host";
+  return `this page's link names the WebSocket ${session.refusedWebSocketUrl}, ${why}, so it is not used.`;
 }
 
 // ---------- dialogs ----------
