@@ -15,6 +15,7 @@ import pytest
 from local.tokens import demo_token
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import TAKEN, configure, shoot, sign_in
+from tests.web.test_console_edges_in_a_browser import HeldReplies
 from tests.web.test_console_in_a_browser import composer, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
@@ -177,6 +178,28 @@ def test_a_turn_that_never_gets_an_answer_fails_with_a_retry_and_frees_the_compo
     # Then it goes
     expect(composer(page)).to_have_value("")
     expect(page.locator(".message.user")).to_have_count(2)
+
+
+def test_a_new_chats_turn_that_stops_answering_keeps_its_thread_on_screen_with_a_retry(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a new chat whose reply goes silent after its start frame named the new thread
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.5, replyStreamSeconds=1)
+    HeldReplies(page)
+    sign_in(page, console, user)
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    expect(page.locator("#chat-title")).not_to_have_text("New chat")
+    title = page.locator("#chat-title").inner_text()
+    # When no answer comes
+    failed = page.locator(".message.assistant.failed")
+    expect(failed).to_have_attribute("data-code", "no_answer")
+    # Then the thread stays open, with the message and a Retry
+    expect(page.locator("#chat-title")).to_have_text(title)
+    expect(page.locator("#thread-actions")).to_be_visible()
+    expect(page.locator(".message.user .text")).to_have_text(["Plan the spring sale"])
+    expect(failed.get_by_role("button", name="Retry")).to_be_visible()
 
 
 def expired_token(sub: str) -> str:

@@ -612,7 +612,10 @@ async function sendTurn(text, retry) {
       if (error.status === 401) sessionEnded();
       // A save the API refused takes back the thread the turn made (the refusal names no
       // thread), so the next message starts one; a model failure was saved, and names it.
-      const saved = error.code === "connection_lost" || error.details.some((detail) => detail.conversationId);
+      // A turn that lost its socket or heard no answer may still be running, and be saved:
+      // its thread stays open, with the message and a Retry.
+      const unheard = ["connection_lost", "no_answer"].includes(error.code);
+      const saved = unheard || error.details.some((detail) => detail.conversationId);
       if (made && !saved && state.conversation && state.conversation.id === made) {
         renderNewChatHead();
         renderPresetPicker();
