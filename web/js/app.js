@@ -542,11 +542,13 @@ async function sendTurn(text, retry) {
     delete reply.dataset.streaming;
   };
   let made = null; // the thread this turn made, when it made one
+  const view = state.views; // what was open when the message was sent
   await turns.send(projectId, body, key, {
     start(conversation) {
       if (conversation.created) made = conversation.id;
-      // The person may have opened another thread or project meanwhile: theirs stays open.
-      if (!reply.isConnected) return;
+      // The person may have opened another thread or project meanwhile: theirs stays open,
+      // one still loading too (the list is not drawn yet, but a click counted a view).
+      if (!reply.isConnected || state.views !== view) return;
       if (!state.conversation || state.conversation.id !== conversation.id) {
         state.views += 1;
         state.conversation = { id: conversation.id, title: conversation.title, archived: false, turnCount: 0 };
