@@ -16,7 +16,7 @@ from local.tokens import demo_token
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import TAKEN, configure, shoot, sign_in
 from tests.web.test_console_edges_in_a_browser import HeldReplies
-from tests.web.test_console_in_a_browser import composer, seed_project, seed_turns
+from tests.web.test_console_in_a_browser import composer, open_thread, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
 
@@ -238,6 +238,62 @@ def test_a_session_that_ends_mid_way_returns_to_sign_in_saying_so(
     sign_in(page, console, user)
     expect(page.locator("#session-ended")).to_be_hidden()
     expect(page.locator(".thread")).to_have_count(1)
+
+
+def end_the_session_mid_draft(page: Page, user: str, thread_title: str, draft: str) -> None:
+    """With ``thread_title`` open and ``draft`` typed, the token expires and the page's next
+    request (the memory panel's Refresh) is answered 401."""
+    open_thread(page, thread_title)
+    composer(page).fill(draft)
+    expire_the_session(page, user)
+    page.locator("#refresh-memory").click()
+    expect_back_at_sign_in(page)
+
+
+def resume_entry(page: Page) -> object:
+    return page.evaluate("JSON.parse(localStorage.getItem('recall.resume'))")
+
+
+def test_signing_in_again_after_the_session_ended_gives_back_the_thread_and_the_draft(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a signed-in page with an older thread open and a message half typed
+    owner = api(user)
+    project = seed_project(owner)
+    seed_turns(owner, project, ["The older thread"])
+    seed_turns(owner, project, ["The newer thread"])
+    sign_in(page, console, user)
+    # When the session ends
+    end_the_session_mid_draft(page, user, "The older thread", "Half a thought about")
+    # Then what was open and typed waits, with whose it is
+    resume = resume_entry(page)
+    assert isinstance(resume, dict) and resume["user"] == user
+    assert resume["draft"] == "Half a thought about"
+    # When the same person signs in again
+    sign_in(page, console, user)
+    # Then the thread is open again with the draft in the box, and the entry is gone
+    expect(page.locator("#chat-title")).to_have_text("The older thread")
+    expect(page.locator(".message.user .text")).to_have_text(["The older thread"])
+    expect(composer(page)).to_have_value("Half a thought about")
+    shoot(page, "session-resumed")
+    assert resume_entry(page) is None
+
+
+def test_another_person_signing_in_after_a_session_ended_gets_neither_thread_nor_draft(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a session that ended with a thread open and a message half typed
+    owner = api(user)
+    seed_turns(owner, seed_project(owner), ["Private plans"])
+    seed_project(api(f"{user}-other"), "Theirs")
+    sign_in(page, console, user)
+    end_the_session_mid_draft(page, user, "Private plans", "Private draft")
+    # When someone else signs in on the same browser
+    sign_in(page, console, f"{user}-other")
+    # Then they get a new chat, an empty box, and the entry is gone
+    expect(page.locator("#chat-title")).to_have_text("New chat")
+    expect(composer(page)).to_have_value("")
+    assert resume_entry(page) is None
 
 
 def test_a_turn_whose_socket_is_refused_for_an_expired_token_returns_to_sign_in(

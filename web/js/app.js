@@ -45,6 +45,8 @@ const state = {
 };
 
 const ENDED = "recall.ended";
+// What a person was writing, and where, when their session ended: given back to them alone.
+const RESUME = "recall.resume";
 
 const turns = new Turns((how) => {
   $("transport").textContent =
@@ -161,6 +163,17 @@ function signInAs(token) {
  * the page loads afresh, so nothing of the session (a socket, a timer) outlives it. */
 function sessionEnded() {
   if (!state.signedIn || !session.token()) return;
+  // Kept in localStorage, beside the project the page remembers, with whose it is: only
+  // the same person signing in again gets the draft and the thread back.
+  localStorage.setItem(
+    RESUME,
+    JSON.stringify({
+      user: state.user,
+      projectId: state.project ? state.project.id : null,
+      conversationId: state.conversation ? state.conversation.id : null,
+      draft: $("composer-input").value,
+    }),
+  );
   session.signOut();
   sessionStorage.setItem(ENDED, "1");
   location.reload();
@@ -611,7 +624,11 @@ async function sendTurn(text, retry) {
         if (threadId && state.project && state.project.id === projectId && state.conversation && state.conversation.id === threadId) openThread(threadId);
       }
       if (error.status === 403) refused();
-      if (error.status === 401) sessionEnded();
+      if (error.status === 401) {
+        // The message the token was refused for goes back in the box, to be kept as the draft.
+        if (!$("composer-input").value.trim()) $("composer-input").value = text;
+        sessionEnded();
+      }
       // A save the API refused takes back the thread the turn made (the refusal names no
       // thread), so the next message starts one; a model failure was saved, and names it.
       // A turn that lost its socket or heard no answer may still be running, and be saved:
@@ -1373,8 +1390,35 @@ async function start() {
   }
   go("chat");
   if (session.refusedWebSocketUrl) $("transport").textContent = `Streaming off: ${refusedSocketWords()} Replies arrive whole over HTTP.`;
+  const resume = resumeFor(claims.sub);
   if (!(await firstProjects())) return;
+  if (resume && state.signedIn) await resumeWhereLeft(resume);
   document.body.dataset.ready = "console"; // what the browser tests wait for
+}
+
+/** What `user` left when their session ended, or null. Another person's is removed unread. */
+function resumeFor(user) {
+  let resume = null;
+  try {
+    resume = JSON.parse(localStorage.getItem(RESUME));
+  } catch {
+    // not ours to read: removed below
+  }
+  if (resume && resume.user === user) return resume;
+  localStorage.removeItem(RESUME);
+  return null;
+}
+
+/** The thread open and the draft typed when the session ended, back on screen. */
+async function resumeWhereLeft(resume) {
+  localStorage.removeItem(RESUME);
+  const project = state.projects.find((found) => found.id === resume.projectId);
+  if (project && state.project !== project) {
+    $("project-select").value = project.id;
+    await openProject(project);
+  }
+  if (project && resume.conversationId) await openThread(resume.conversationId);
+  if (resume.draft) $("composer-input").value = resume.draft;
 }
 
 /** The person's projects, the first time: a 401 is a token the API refuses (back to
