@@ -137,7 +137,7 @@ def swallow_chat_frames(page: Page, answer_after: int | None = None) -> list[dic
     return sent
 
 
-def test_a_turn_that_hears_nothing_sends_its_frame_again_under_the_same_key(
+def test_a_turn_that_hears_nothing_sends_its_frame_again_under_a_new_request_id_and_the_same_key(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
     # Given a socket that loses the first chat frame, and a short wait for an answer
@@ -148,9 +148,131 @@ def test_a_turn_that_hears_nothing_sends_its_frame_again_under_the_same_key(
     # When a message is sent
     composer(page).fill("Plan the spring sale")
     composer(page).press("Enter")
-    # Then the frame is sent again, the same, and its reply shows
+    # Then the frame is sent again, under its own requestId and the same key, and its reply
+    # shows
     expect(page.locator('.message.assistant[data-status="complete"]')).to_have_count(1)
-    assert len(sent) == 2 and sent[0] == sent[1]
+    assert len(sent) == 2
+    first, again = ({**frame, "requestId": None} for frame in sent)
+    assert first == again and first["idempotencyKey"]
+    assert sent[0]["requestId"] != sent[1]["requestId"]
+    expect(page.locator("#send")).to_be_enabled()
+
+
+def test_a_reply_that_streams_slowly_after_its_start_is_neither_sent_again_nor_failed(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a short silence and a longer wait between a running turn's frames
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.3, replyStreamSeconds=10)
+    sent = chat_frames_sent(page)
+    replies = HeldReplies(page)
+    sign_in(page, console, user)
+    # When the start frame comes, then nothing for several silences, then the rest
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    expect(page.locator("#chat-title")).not_to_have_text("New chat")
+    page.wait_for_timeout(1200)  # four silences: the old timer resent at 0.3 s, failed at 0.6 s
+    expect(page.locator(".message.assistant.failed")).to_have_count(0)
+    replies.release()
+    # Then the reply shows, from the one frame sent
+    expect(page.locator('.message.assistant[data-status="complete"]')).to_have_count(1)
+    assert len(sent) == 1
+
+
+def until(page: Page, condition: Callable[[], bool]) -> None:
+    for _ in range(300):
+        if condition():
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError("the condition never held")
+
+
+def hold_frames_and_pass_only_the_first(
+    page: Page,
+) -> tuple[list[dict[str, object]], Callable[[], None]]:
+    """Proxies the page's WebSocket: only the first chat frame reaches the server (a resend or
+    a retry is lost), and every frame back waits until the returned function is called."""
+    sent: list[dict[str, object]] = []
+    held: list[str | bytes] = []
+    sockets: list[WebSocketRoute] = []
+    released: list[bool] = []
+
+    def proxy(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+        sockets.append(socket)
+
+        def to_server(message: str | bytes) -> None:
+            sent.append(json.loads(message))
+            if len(sent) == 1:
+                server.send(message)
+
+        def to_page(message: str | bytes) -> None:
+            if released:
+                socket.send(message)
+            else:
+                held.append(message)
+
+        socket.on_message(to_server)
+        server.on_message(to_page)
+
+    def release() -> None:
+        released.append(True)
+        for message in held:
+            sockets[-1].send(message)
+        held.clear()
+
+    page.route_web_socket(re.compile(r".*/ws.*"), proxy)
+    return sent, release
+
+
+def test_a_turn_failed_for_no_answer_still_shows_its_reply_when_it_comes_late(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a turn whose frames back are held until it failed with no answer
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.3)
+    sent, release = hold_frames_and_pass_only_the_first(page)
+    sign_in(page, console, user)
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    expect(page.locator(".message.assistant.failed")).to_have_attribute("data-code", "no_answer")
+    shoot(page, "turn-no-answer-yet")
+    # When its frames arrive after all
+    release()
+    # Then its reply shows, once, no longer failed and without a Retry
+    reply = page.locator(".message.assistant")
+    expect(reply).to_have_count(1)
+    expect(reply).to_have_attribute("data-status", "complete")
+    expect(reply).not_to_have_class(re.compile(r"failed"))
+    expect(reply.get_by_role("button", name="Retry")).to_have_count(0)
+    expect(reply.locator(".error-words")).to_have_count(0)
+    assert len(sent) == 2
+
+
+def test_retrying_a_turn_that_heard_no_answer_takes_over_its_first_run(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a turn failed for no answer, whose first run's frames are held
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.3)
+    sent, release = hold_frames_and_pass_only_the_first(page)
+    sign_in(page, console, user)
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    failed = page.locator(".message.assistant.failed")
+    expect(failed).to_have_attribute("data-code", "no_answer")
+    # When Retry is pressed (its frame is lost), and then the first run's frames arrive
+    failed.get_by_role("button", name="Retry").click()
+    until(page, lambda: len(sent) > 2)
+    release()
+    # Then the retried turn shows the first run's reply, once
+    reply = page.locator(".message.assistant")
+    expect(reply).to_have_count(1)
+    expect(reply).to_have_attribute("data-status", "complete")
+    expect(reply.get_by_role("button", name="Retry")).to_have_count(0)
+    expect(page.locator(".message.user")).to_have_count(1)
+    assert {frame["idempotencyKey"] for frame in sent} == {sent[0]["idempotencyKey"]}
+    assert len({frame["requestId"] for frame in sent}) == len(sent)
     expect(page.locator("#send")).to_be_enabled()
 
 

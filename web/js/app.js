@@ -529,7 +529,10 @@ async function sendTurn(text, retry) {
   const key = retry ? retry.key : newKey();
   const list = $("message-list");
   if (retry) retry.node.remove();
-  else list.append(el("li", { class: "message user pending", dataset: { role: "user" } }, el("span", { class: "who" }, "You"), el("div", { class: "text", dir: "auto" }, text)));
+  const asked = retry
+    ? retry.asked
+    : el("li", { class: "message user pending", dataset: { role: "user" } }, el("span", { class: "who" }, "You"), el("div", { class: "text", dir: "auto" }, text));
+  if (!retry) list.append(asked);
   const textNode = el("div", { class: "text", dir: "auto", "aria-live": "polite", "aria-atomic": "false" });
   const chips = el("div", { class: "chips" });
   const reply = el(
@@ -547,12 +550,23 @@ async function sendTurn(text, retry) {
   if (!retry && state.conversation) body.conversationId = state.conversation.id;
   else if (!retry && $("preset-select").value) body.presetId = $("preset-select").value;
   const projectId = state.project.id;
+  let ended = false;
+  // Once: a turn that failed may still hear its reply later, when Send is another turn's.
   const finished = () => {
+    if (ended) return;
+    ended = true;
     state.sending = false;
     $("send").disabled = !canEdit();
     $("composer-wait").hidden = true;
     reply.removeAttribute("aria-busy");
     delete reply.dataset.streaming;
+  };
+  /** A turn shown failed whose reply comes after all (it was only late) shows it instead. */
+  const unfail = () => {
+    reply.classList.remove("failed");
+    delete reply.dataset.status;
+    delete reply.dataset.code;
+    reply.querySelectorAll(".error-words, .retry").forEach((node) => node.remove());
   };
   let made = null; // the thread this turn made, when it made one
   const view = state.views; // what was open when the message was sent
@@ -569,15 +583,18 @@ async function sendTurn(text, retry) {
       }
     },
     delta(piece) {
+      unfail();
       textNode.textContent += piece;
       reply.dataset.deltas = String(Number(reply.dataset.deltas) + 1);
       scrollToEnd();
     },
     tool(frame) {
+      unfail();
       chips.append(chip(frame.outcome, frame.key));
     },
     done(answer, how) {
       finished();
+      unfail();
       const message = answer.message;
       textNode.textContent = message.content;
       reply.dataset.id = message.id;
@@ -591,7 +608,7 @@ async function sendTurn(text, retry) {
         reply.classList.add("failed");
         reply.append(el("p", { class: "error-words" }, `Failed: ${message.error || "the model did not answer"}`));
       }
-      list.querySelectorAll(".pending").forEach((node) => node.classList.remove("pending"));
+      asked.classList.remove("pending");
       state.threshold = answer.nudge.threshold;
       if (!state.project || state.project.id !== projectId) return; // another project is open now
       // The count goes to the thread the turn was on, which need not be the open one.
@@ -640,6 +657,7 @@ async function sendTurn(text, retry) {
         renderPresetPicker();
         renderThreads();
       }
+      unfail(); // a second failure (a late error frame) replaces the first one's words
       reply.classList.add("failed");
       reply.dataset.status = "failed";
       reply.dataset.code = error.code || "error";
@@ -647,7 +665,7 @@ async function sendTurn(text, retry) {
       const refusal = budgetRefusal(error);
       reply.append(
         el("p", { class: "error-words" }, refusal ? `Not sent: ${refusal}` : `Failed: ${error.words}`),
-        el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, body, node: reply }) }, "Retry"),
+        el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, body, node: reply, asked }) }, "Retry"),
       );
       scrollToEnd();
       if (state.project && state.project.id === projectId) {
