@@ -324,6 +324,58 @@ def test_a_new_chats_turn_that_stops_answering_keeps_its_thread_on_screen_with_a
     expect(failed.get_by_role("button", name="Retry")).to_be_visible()
 
 
+def refuse_the_resend_with_a_401(page: Page) -> list[dict[str, object]]:
+    """Proxies the page's WebSocket: the first chat frame is lost, the second (the resend) is
+    answered with the 401 error frame a token past its exp gets, the socket staying open, and
+    later ones go on to the server; returns the chat frames sent."""
+    sent: list[dict[str, object]] = []
+
+    def proxy(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+
+        def to_server(message: str | bytes) -> None:
+            frame = json.loads(message)
+            sent.append(frame)
+            if len(sent) == 2:
+                body = {"error": {"code": "unauthenticated", "message": "The token has expired."}}
+                refusal = {"type": "error", "requestId": frame["requestId"], "status": 401}
+                socket.send(json.dumps({**refusal, "body": body}))
+            elif len(sent) > 2:
+                server.send(message)
+
+        socket.on_message(to_server)
+
+    page.route_web_socket(re.compile(r".*/ws.*"), proxy)
+    return sent
+
+
+def test_a_401_answering_the_resend_fails_only_that_turn_and_keeps_the_session(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a turn whose first frame is lost and whose resend is answered 401
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.3)
+    sent = refuse_the_resend_with_a_401(page)
+    sign_in(page, console, user)
+    # When a message is sent
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    # Then that turn fails in words, with a Retry, and the page stays signed in
+    failed = page.locator(".message.assistant.failed")
+    expect(failed).to_have_attribute("data-code", "resend_refused")
+    expect(failed).to_contain_text("The message sent again was refused")
+    expect(failed.get_by_role("button", name="Retry")).to_be_visible()
+    expect(page.locator("#console")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('recall.token')")
+    # When the next message is sent, on the same socket
+    composer(page).fill("Anyone there?")
+    composer(page).press("Enter")
+    # Then it streams its reply
+    reply = page.locator('.message.assistant[data-status="complete"]')
+    expect(reply).to_have_attribute("data-transport", "stream")
+    assert len(sent) == 3
+
+
 def expired_token(sub: str) -> str:
     return ".".join(
         base64.urlsafe_b64encode(json.dumps(part).encode()).rstrip(b"=").decode()

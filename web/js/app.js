@@ -648,9 +648,9 @@ async function sendTurn(text, retry) {
       }
       // A save the API refused takes back the thread the turn made (the refusal names no
       // thread), so the next message starts one; a model failure was saved, and names it.
-      // A turn that lost its socket or heard no answer may still be running, and be saved:
-      // its thread stays open, with the message and a Retry.
-      const unheard = ["connection_lost", "no_answer"].includes(error.code);
+      // A turn that lost its socket, heard no answer or had its resend refused may still be
+      // running, and be saved: its thread stays open, with the message and a Retry.
+      const unheard = ["connection_lost", "no_answer", "resend_refused"].includes(error.code);
       const saved = unheard || error.details.some((detail) => detail.conversationId);
       if (made && !saved && state.conversation && state.conversation.id === made) {
         renderNewChatHead();

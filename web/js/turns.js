@@ -75,6 +75,18 @@ export class Turns {
       this.heard(turn);
       return;
     }
+    // A 401 answering the frame sent again (the token expired while the turn waited) is that
+    // request's alone: the first one, running or lost, is not refused by it, and the socket
+    // is not closed by it. The turn fails with a message and keeps listening; the session
+    // ends only on an answer of its own (the API's next 401, or the socket closing).
+    if (frame.type === "error" && frame.status === 401 && frame.requestId === turn.resentId) {
+      clearTimeout(turn.timer);
+      turn.failed = true;
+      const words = new ApiError(frame.status, frame.body).message;
+      const message = `The message sent again was refused (${words}). The first may still answer here.`;
+      turn.handlers.error(new ApiError(0, { error: { code: "resend_refused", message } }));
+      return;
+    }
     if (frame.type === "done" || frame.type === "error") this.forget(turn);
     else this.heard(turn);
     const { handlers } = turn;
@@ -109,7 +121,7 @@ export class Turns {
   silent(turn) {
     if (!turn.heard && !turn.resent && turn.socket.readyState === WebSocket.OPEN) {
       turn.resent = true;
-      this.post(turn);
+      turn.resentId = this.post(turn);
       this.listen(turn);
       return;
     }
@@ -126,6 +138,7 @@ export class Turns {
     turn.ids.push(requestId);
     this.pending.set(requestId, turn);
     turn.socket.send(this.frameOf(turn, requestId));
+    return requestId;
   }
 
   newRequestId() {
@@ -162,14 +175,14 @@ export class Turns {
    * A retry of a failed turn that is still listening on the socket takes it over: the
    * first run's frames, which may yet come, feed the retry, and its reply is shown once. */
   async send(projectId, body, idempotencyKey, handlers) {
-    const turn = { projectId, key: idempotencyKey, body, handlers, ids: [], heard: false, resent: false, failed: false, timer: null };
+    const turn = { projectId, key: idempotencyKey, body, handlers, ids: [], heard: false, resent: false, resentId: null, failed: false, timer: null };
     // A frame past the limit is never sent: that turn goes over HTTP, whose answer says why.
     const fits = new TextEncoder().encode(this.frameOf(turn, this.newRequestId())).length <= FRAME_MAX_BYTES;
     const socket = fits ? await this.socketOrNull() : null;
     const listening = [...new Set(this.pending.values())].find((one) => one.key === idempotencyKey && one.failed);
     if (listening && listening.socket !== socket) this.forget(listening);
     if (socket && listening && listening.socket === socket) {
-      Object.assign(listening, { handlers, failed: false, resent: false });
+      Object.assign(listening, { handlers, failed: false, resent: false, resentId: null });
       this.post(listening);
       this.listen(listening);
       return;
