@@ -15,9 +15,13 @@ export const config = {
   // MESSAGE_MAX_CHARS: a longer message is not sent (the API would refuse it, and over the
   // socket its frame could pass the 128 KB limit).
   messageMaxChars: 16000,
-  // A streamed turn that hears nothing for this long sends its frame again under its
-  // idempotency key; after as long again it fails, with a Retry (README: Streamed replies).
+  // A streamed turn that hears nothing at all for this long sends its frame again (a new
+  // requestId, the same idempotency key); after as long again it fails, with a Retry, and
+  // still shows the reply if it comes later (README: Streamed replies).
   replySilenceSeconds: 45,
+  // Once the turn's start frame came it runs on the server: it waits this long between two
+  // frames (a tool round, a slow model) before failing; the stream worker's own limit.
+  replyStreamSeconds: 300,
   // How often an import's progress is read; a failed read waits twice as long each time.
   importPollSeconds: 1,
 };

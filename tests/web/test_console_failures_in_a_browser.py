@@ -12,9 +12,11 @@ import re
 from playwright.sync_api import Page, Route, WebSocket, WebSocketRoute, expect
 import pytest
 
+from local.tokens import demo_token
 from tests.e2e.conftest import Caller, DevServer
-from tests.web.conftest import TAKEN, configure, sign_in
-from tests.web.test_console_in_a_browser import composer, seed_project, seed_turns
+from tests.web.conftest import TAKEN, configure, shoot, sign_in
+from tests.web.test_console_edges_in_a_browser import HeldReplies
+from tests.web.test_console_in_a_browser import composer, open_thread, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
 
@@ -74,6 +76,47 @@ def test_a_link_naming_the_apis_own_websocket_still_streams(
     assert opened and all(url.startswith(own) for url in opened)
 
 
+def serve_the_api_over_https(page: Page, console: DevServer, origin: str) -> None:
+    """Answers ``origin`` (an https address no test can serve) from make dev's server, as an
+    API deployed behind TLS would."""
+
+    def forward(route: Route) -> None:
+        answer = route.fetch(url=console.url + route.request.url.removeprefix(origin))
+        headers = {**answer.headers, "access-control-allow-origin": "*"}
+        route.fulfill(response=answer, headers=headers)
+
+    page.route(f"{origin}/**", forward)
+
+
+def test_a_link_naming_a_cleartext_websocket_for_an_https_api_is_refused(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given an API served over https, and a link whose ?ws= is ws: on that API's own host
+    seed_project(api(user))
+    https_api = "https://api.example"
+    serve_the_api_over_https(page, console, https_api)
+    opened = sockets_opened(page)
+    page.goto(f"{console.url}/?api={https_api}&ws=ws://api.example/ws")
+    # Then the sign-in page says the socket is not used, and why
+    refused = page.locator("#ws-refused")
+    expect(refused).to_contain_text("ws://api.example/ws")
+    expect(refused).to_contain_text("not encrypted")
+    shoot(page, "ws-cleartext-refused")
+    # When someone signs in with a token and sends a message
+    page.locator("#sign-in-jwt").fill(demo_token(user))
+    page.get_by_role("button", name="Use this token").click()
+    page.wait_for_selector('body[data-ready="console"]')
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    # Then the reply comes whole over HTTP, and no socket was opened to send the token on
+    reply = page.locator('.message.assistant[data-status="complete"]')
+    expect(reply).to_have_attribute("data-transport", "whole")
+    expect(page.locator("#transport")).to_contain_text("Streaming off")
+    assert opened == []
+    # The lists read again after the turn may still be on their way when the page closes
+    page.unroute_all(behavior="ignoreErrors")
+
+
 def swallow_chat_frames(page: Page, answer_after: int | None = None) -> list[dict[str, object]]:
     """Proxies the page's WebSocket and drops its chat frames, as a lost hand-off would, but
     the ``answer_after``-th one (1-based), which goes on to the server; returns them all."""
@@ -94,7 +137,7 @@ def swallow_chat_frames(page: Page, answer_after: int | None = None) -> list[dic
     return sent
 
 
-def test_a_turn_that_hears_nothing_sends_its_frame_again_under_the_same_key(
+def test_a_turn_that_hears_nothing_sends_its_frame_again_under_a_new_request_id_and_the_same_key(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
     # Given a socket that loses the first chat frame, and a short wait for an answer
@@ -105,9 +148,131 @@ def test_a_turn_that_hears_nothing_sends_its_frame_again_under_the_same_key(
     # When a message is sent
     composer(page).fill("Plan the spring sale")
     composer(page).press("Enter")
-    # Then the frame is sent again, the same, and its reply shows
+    # Then the frame is sent again, under its own requestId and the same key, and its reply
+    # shows
     expect(page.locator('.message.assistant[data-status="complete"]')).to_have_count(1)
-    assert len(sent) == 2 and sent[0] == sent[1]
+    assert len(sent) == 2
+    first, again = ({**frame, "requestId": None} for frame in sent)
+    assert first == again and first["idempotencyKey"]
+    assert sent[0]["requestId"] != sent[1]["requestId"]
+    expect(page.locator("#send")).to_be_enabled()
+
+
+def test_a_reply_that_streams_slowly_after_its_start_is_neither_sent_again_nor_failed(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a short silence and a longer wait between a running turn's frames
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.3, replyStreamSeconds=10)
+    sent = chat_frames_sent(page)
+    replies = HeldReplies(page)
+    sign_in(page, console, user)
+    # When the start frame comes, then nothing for several silences, then the rest
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    expect(page.locator("#chat-title")).not_to_have_text("New chat")
+    page.wait_for_timeout(1200)  # four silences: the old timer resent at 0.3 s, failed at 0.6 s
+    expect(page.locator(".message.assistant.failed")).to_have_count(0)
+    replies.release()
+    # Then the reply shows, from the one frame sent
+    expect(page.locator('.message.assistant[data-status="complete"]')).to_have_count(1)
+    assert len(sent) == 1
+
+
+def until(page: Page, condition: Callable[[], bool]) -> None:
+    for _ in range(300):
+        if condition():
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError("the condition never held")
+
+
+def hold_frames_and_pass_only_the_first(
+    page: Page,
+) -> tuple[list[dict[str, object]], Callable[[], None]]:
+    """Proxies the page's WebSocket: only the first chat frame reaches the server (a resend or
+    a retry is lost), and every frame back waits until the returned function is called."""
+    sent: list[dict[str, object]] = []
+    held: list[str | bytes] = []
+    sockets: list[WebSocketRoute] = []
+    released: list[bool] = []
+
+    def proxy(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+        sockets.append(socket)
+
+        def to_server(message: str | bytes) -> None:
+            sent.append(json.loads(message))
+            if len(sent) == 1:
+                server.send(message)
+
+        def to_page(message: str | bytes) -> None:
+            if released:
+                socket.send(message)
+            else:
+                held.append(message)
+
+        socket.on_message(to_server)
+        server.on_message(to_page)
+
+    def release() -> None:
+        released.append(True)
+        for message in held:
+            sockets[-1].send(message)
+        held.clear()
+
+    page.route_web_socket(re.compile(r".*/ws.*"), proxy)
+    return sent, release
+
+
+def test_a_turn_failed_for_no_answer_still_shows_its_reply_when_it_comes_late(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a turn whose frames back are held until it failed with no answer
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.3)
+    sent, release = hold_frames_and_pass_only_the_first(page)
+    sign_in(page, console, user)
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    expect(page.locator(".message.assistant.failed")).to_have_attribute("data-code", "no_answer")
+    shoot(page, "turn-no-answer-yet")
+    # When its frames arrive after all
+    release()
+    # Then its reply shows, once, no longer failed and without a Retry
+    reply = page.locator(".message.assistant")
+    expect(reply).to_have_count(1)
+    expect(reply).to_have_attribute("data-status", "complete")
+    expect(reply).not_to_have_class(re.compile(r"failed"))
+    expect(reply.get_by_role("button", name="Retry")).to_have_count(0)
+    expect(reply.locator(".error-words")).to_have_count(0)
+    assert len(sent) == 2
+
+
+def test_retrying_a_turn_that_heard_no_answer_takes_over_its_first_run(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a turn failed for no answer, whose first run's frames are held
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.3)
+    sent, release = hold_frames_and_pass_only_the_first(page)
+    sign_in(page, console, user)
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    failed = page.locator(".message.assistant.failed")
+    expect(failed).to_have_attribute("data-code", "no_answer")
+    # When Retry is pressed (its frame is lost), and then the first run's frames arrive
+    failed.get_by_role("button", name="Retry").click()
+    until(page, lambda: len(sent) > 2)
+    release()
+    # Then the retried turn shows the first run's reply, once
+    reply = page.locator(".message.assistant")
+    expect(reply).to_have_count(1)
+    expect(reply).to_have_attribute("data-status", "complete")
+    expect(reply.get_by_role("button", name="Retry")).to_have_count(0)
+    expect(page.locator(".message.user")).to_have_count(1)
+    assert {frame["idempotencyKey"] for frame in sent} == {sent[0]["idempotencyKey"]}
+    assert len({frame["requestId"] for frame in sent}) == len(sent)
     expect(page.locator("#send")).to_be_enabled()
 
 
@@ -135,6 +300,80 @@ def test_a_turn_that_never_gets_an_answer_fails_with_a_retry_and_frees_the_compo
     # Then it goes
     expect(composer(page)).to_have_value("")
     expect(page.locator(".message.user")).to_have_count(2)
+
+
+def test_a_new_chats_turn_that_stops_answering_keeps_its_thread_on_screen_with_a_retry(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a new chat whose reply goes silent after its start frame named the new thread
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.5, replyStreamSeconds=1)
+    HeldReplies(page)
+    sign_in(page, console, user)
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    expect(page.locator("#chat-title")).not_to_have_text("New chat")
+    title = page.locator("#chat-title").inner_text()
+    # When no answer comes
+    failed = page.locator(".message.assistant.failed")
+    expect(failed).to_have_attribute("data-code", "no_answer")
+    # Then the thread stays open, with the message and a Retry
+    expect(page.locator("#chat-title")).to_have_text(title)
+    expect(page.locator("#thread-actions")).to_be_visible()
+    expect(page.locator(".message.user .text")).to_have_text(["Plan the spring sale"])
+    expect(failed.get_by_role("button", name="Retry")).to_be_visible()
+
+
+def refuse_the_resend_with_a_401(page: Page) -> list[dict[str, object]]:
+    """Proxies the page's WebSocket: the first chat frame is lost, the second (the resend) is
+    answered with the 401 error frame a token past its exp gets, the socket staying open, and
+    later ones go on to the server; returns the chat frames sent."""
+    sent: list[dict[str, object]] = []
+
+    def proxy(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+
+        def to_server(message: str | bytes) -> None:
+            frame = json.loads(message)
+            sent.append(frame)
+            if len(sent) == 2:
+                body = {"error": {"code": "unauthenticated", "message": "The token has expired."}}
+                refusal = {"type": "error", "requestId": frame["requestId"], "status": 401}
+                socket.send(json.dumps({**refusal, "body": body}))
+            elif len(sent) > 2:
+                server.send(message)
+
+        socket.on_message(to_server)
+
+    page.route_web_socket(re.compile(r".*/ws.*"), proxy)
+    return sent
+
+
+def test_a_401_answering_the_resend_fails_only_that_turn_and_keeps_the_session(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a turn whose first frame is lost and whose resend is answered 401
+    seed_project(api(user))
+    configure(page, replySilenceSeconds=0.3)
+    sent = refuse_the_resend_with_a_401(page)
+    sign_in(page, console, user)
+    # When a message is sent
+    composer(page).fill("Plan the spring sale")
+    composer(page).press("Enter")
+    # Then that turn fails in words, with a Retry, and the page stays signed in
+    failed = page.locator(".message.assistant.failed")
+    expect(failed).to_have_attribute("data-code", "resend_refused")
+    expect(failed).to_contain_text("The message sent again was refused")
+    expect(failed.get_by_role("button", name="Retry")).to_be_visible()
+    expect(page.locator("#console")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('recall.token')")
+    # When the next message is sent, on the same socket
+    composer(page).fill("Anyone there?")
+    composer(page).press("Enter")
+    # Then it streams its reply
+    reply = page.locator('.message.assistant[data-status="complete"]')
+    expect(reply).to_have_attribute("data-transport", "stream")
+    assert len(sent) == 3
 
 
 def expired_token(sub: str) -> str:
@@ -173,6 +412,62 @@ def test_a_session_that_ends_mid_way_returns_to_sign_in_saying_so(
     sign_in(page, console, user)
     expect(page.locator("#session-ended")).to_be_hidden()
     expect(page.locator(".thread")).to_have_count(1)
+
+
+def end_the_session_mid_draft(page: Page, user: str, thread_title: str, draft: str) -> None:
+    """With ``thread_title`` open and ``draft`` typed, the token expires and the page's next
+    request (the memory panel's Refresh) is answered 401."""
+    open_thread(page, thread_title)
+    composer(page).fill(draft)
+    expire_the_session(page, user)
+    page.locator("#refresh-memory").click()
+    expect_back_at_sign_in(page)
+
+
+def resume_entry(page: Page) -> object:
+    return page.evaluate("JSON.parse(localStorage.getItem('recall.resume'))")
+
+
+def test_signing_in_again_after_the_session_ended_gives_back_the_thread_and_the_draft(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a signed-in page with an older thread open and a message half typed
+    owner = api(user)
+    project = seed_project(owner)
+    seed_turns(owner, project, ["The older thread"])
+    seed_turns(owner, project, ["The newer thread"])
+    sign_in(page, console, user)
+    # When the session ends
+    end_the_session_mid_draft(page, user, "The older thread", "Half a thought about")
+    # Then what was open and typed waits, with whose it is
+    resume = resume_entry(page)
+    assert isinstance(resume, dict) and resume["user"] == user
+    assert resume["draft"] == "Half a thought about"
+    # When the same person signs in again
+    sign_in(page, console, user)
+    # Then the thread is open again with the draft in the box, and the entry is gone
+    expect(page.locator("#chat-title")).to_have_text("The older thread")
+    expect(page.locator(".message.user .text")).to_have_text(["The older thread"])
+    expect(composer(page)).to_have_value("Half a thought about")
+    shoot(page, "session-resumed")
+    assert resume_entry(page) is None
+
+
+def test_another_person_signing_in_after_a_session_ended_gets_neither_thread_nor_draft(
+    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
+) -> None:
+    # Given a session that ended with a thread open and a message half typed
+    owner = api(user)
+    seed_turns(owner, seed_project(owner), ["Private plans"])
+    seed_project(api(f"{user}-other"), "Theirs")
+    sign_in(page, console, user)
+    end_the_session_mid_draft(page, user, "Private plans", "Private draft")
+    # When someone else signs in on the same browser
+    sign_in(page, console, f"{user}-other")
+    # Then they get a new chat, an empty box, and the entry is gone
+    expect(page.locator("#chat-title")).to_have_text("New chat")
+    expect(composer(page)).to_have_value("")
+    assert resume_entry(page) is None
 
 
 def test_a_turn_whose_socket_is_refused_for_an_expired_token_returns_to_sign_in(

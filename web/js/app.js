@@ -45,6 +45,8 @@ const state = {
 };
 
 const ENDED = "recall.ended";
+// What a person was writing, and where, when their session ended: given back to them alone.
+const RESUME = "recall.resume";
 
 const turns = new Turns((how) => {
   $("transport").textContent =
@@ -56,7 +58,11 @@ const turns = new Turns((how) => {
 });
 
 function refusedSocketWords() {
-  return `this page's link names the WebSocket ${session.refusedWebSocketUrl}, which is not on the API's host, so it is not used.`;
+  const why =
+    session.refusedWebSocketReason === "cleartext"
+      ? "which is not encrypted (ws:) while the API is https"
+      : "which is not on the API's host";
+  return `this page's link names the WebSocket ${session.refusedWebSocketUrl}, ${why}, so it is not used.`;
 }
 
 // ---------- dialogs ----------
@@ -157,6 +163,17 @@ function signInAs(token) {
  * the page loads afresh, so nothing of the session (a socket, a timer) outlives it. */
 function sessionEnded() {
   if (!state.signedIn || !session.token()) return;
+  // Kept in localStorage, beside the project the page remembers, with whose it is: only
+  // the same person signing in again gets the draft and the thread back.
+  localStorage.setItem(
+    RESUME,
+    JSON.stringify({
+      user: state.user,
+      projectId: state.project ? state.project.id : null,
+      conversationId: state.conversation ? state.conversation.id : null,
+      draft: $("composer-input").value,
+    }),
+  );
   session.signOut();
   sessionStorage.setItem(ENDED, "1");
   location.reload();
@@ -512,7 +529,10 @@ async function sendTurn(text, retry) {
   const key = retry ? retry.key : newKey();
   const list = $("message-list");
   if (retry) retry.node.remove();
-  else list.append(el("li", { class: "message user pending", dataset: { role: "user" } }, el("span", { class: "who" }, "You"), el("div", { class: "text", dir: "auto" }, text)));
+  const asked = retry
+    ? retry.asked
+    : el("li", { class: "message user pending", dataset: { role: "user" } }, el("span", { class: "who" }, "You"), el("div", { class: "text", dir: "auto" }, text));
+  if (!retry) list.append(asked);
   const textNode = el("div", { class: "text", dir: "auto", "aria-live": "polite", "aria-atomic": "false" });
   const chips = el("div", { class: "chips" });
   const reply = el(
@@ -530,19 +550,32 @@ async function sendTurn(text, retry) {
   if (!retry && state.conversation) body.conversationId = state.conversation.id;
   else if (!retry && $("preset-select").value) body.presetId = $("preset-select").value;
   const projectId = state.project.id;
+  let ended = false;
+  // Once: a turn that failed may still hear its reply later, when Send is another turn's.
   const finished = () => {
+    if (ended) return;
+    ended = true;
     state.sending = false;
     $("send").disabled = !canEdit();
     $("composer-wait").hidden = true;
     reply.removeAttribute("aria-busy");
     delete reply.dataset.streaming;
   };
+  /** A turn shown failed whose reply comes after all (it was only late) shows it instead. */
+  const unfail = () => {
+    reply.classList.remove("failed");
+    delete reply.dataset.status;
+    delete reply.dataset.code;
+    reply.querySelectorAll(".error-words, .retry").forEach((node) => node.remove());
+  };
   let made = null; // the thread this turn made, when it made one
+  const view = state.views; // what was open when the message was sent
   await turns.send(projectId, body, key, {
     start(conversation) {
       if (conversation.created) made = conversation.id;
-      // The person may have opened another thread or project meanwhile: theirs stays open.
-      if (!reply.isConnected) return;
+      // The person may have opened another thread or project meanwhile: theirs stays open,
+      // one still loading too (the list is not drawn yet, but a click counted a view).
+      if (!reply.isConnected || state.views !== view) return;
       if (!state.conversation || state.conversation.id !== conversation.id) {
         state.views += 1;
         state.conversation = { id: conversation.id, title: conversation.title, archived: false, turnCount: 0 };
@@ -550,15 +583,18 @@ async function sendTurn(text, retry) {
       }
     },
     delta(piece) {
+      unfail();
       textNode.textContent += piece;
       reply.dataset.deltas = String(Number(reply.dataset.deltas) + 1);
       scrollToEnd();
     },
     tool(frame) {
+      unfail();
       chips.append(chip(frame.outcome, frame.key));
     },
     done(answer, how) {
       finished();
+      unfail();
       const message = answer.message;
       textNode.textContent = message.content;
       reply.dataset.id = message.id;
@@ -572,7 +608,7 @@ async function sendTurn(text, retry) {
         reply.classList.add("failed");
         reply.append(el("p", { class: "error-words" }, `Failed: ${message.error || "the model did not answer"}`));
       }
-      list.querySelectorAll(".pending").forEach((node) => node.classList.remove("pending"));
+      asked.classList.remove("pending");
       state.threshold = answer.nudge.threshold;
       if (!state.project || state.project.id !== projectId) return; // another project is open now
       // The count goes to the thread the turn was on, which need not be the open one.
@@ -605,15 +641,23 @@ async function sendTurn(text, retry) {
         if (threadId && state.project && state.project.id === projectId && state.conversation && state.conversation.id === threadId) openThread(threadId);
       }
       if (error.status === 403) refused();
-      if (error.status === 401) sessionEnded();
+      if (error.status === 401) {
+        // The message the token was refused for goes back in the box, to be kept as the draft.
+        if (!$("composer-input").value.trim()) $("composer-input").value = text;
+        sessionEnded();
+      }
       // A save the API refused takes back the thread the turn made (the refusal names no
       // thread), so the next message starts one; a model failure was saved, and names it.
-      const saved = error.code === "connection_lost" || error.details.some((detail) => detail.conversationId);
+      // A turn that lost its socket, heard no answer or had its resend refused may still be
+      // running, and be saved: its thread stays open, with the message and a Retry.
+      const unheard = ["connection_lost", "no_answer", "resend_refused"].includes(error.code);
+      const saved = unheard || error.details.some((detail) => detail.conversationId);
       if (made && !saved && state.conversation && state.conversation.id === made) {
         renderNewChatHead();
         renderPresetPicker();
         renderThreads();
       }
+      unfail(); // a second failure (a late error frame) replaces the first one's words
       reply.classList.add("failed");
       reply.dataset.status = "failed";
       reply.dataset.code = error.code || "error";
@@ -621,7 +665,7 @@ async function sendTurn(text, retry) {
       const refusal = budgetRefusal(error);
       reply.append(
         el("p", { class: "error-words" }, refusal ? `Not sent: ${refusal}` : `Failed: ${error.words}`),
-        el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, body, node: reply }) }, "Retry"),
+        el("button", { type: "button", class: "retry", onclick: () => sendTurn(text, { key, body, node: reply, asked }) }, "Retry"),
       );
       scrollToEnd();
       if (state.project && state.project.id === projectId) {
@@ -1364,8 +1408,35 @@ async function start() {
   }
   go("chat");
   if (session.refusedWebSocketUrl) $("transport").textContent = `Streaming off: ${refusedSocketWords()} Replies arrive whole over HTTP.`;
+  const resume = resumeFor(claims.sub);
   if (!(await firstProjects())) return;
+  if (resume && state.signedIn) await resumeWhereLeft(resume);
   document.body.dataset.ready = "console"; // what the browser tests wait for
+}
+
+/** What `user` left when their session ended, or null. Another person's is removed unread. */
+function resumeFor(user) {
+  let resume = null;
+  try {
+    resume = JSON.parse(localStorage.getItem(RESUME));
+  } catch {
+    // not ours to read: removed below
+  }
+  if (resume && resume.user === user) return resume;
+  localStorage.removeItem(RESUME);
+  return null;
+}
+
+/** The thread open and the draft typed when the session ended, back on screen. */
+async function resumeWhereLeft(resume) {
+  localStorage.removeItem(RESUME);
+  const project = state.projects.find((found) => found.id === resume.projectId);
+  if (project && state.project !== project) {
+    $("project-select").value = project.id;
+    await openProject(project);
+  }
+  if (project && resume.conversationId) await openThread(resume.conversationId);
+  if (resume.draft) $("composer-input").value = resume.draft;
 }
 
 /** The person's projects, the first time: a 401 is a token the API refuses (back to

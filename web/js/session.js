@@ -62,13 +62,22 @@ function socketHost(address) {
 
 const configuredSocket = config.webSocketUrl || apiBase.replace(/^http/, "ws") + "/ws";
 const askedSocket = new URLSearchParams(location.search).get("ws");
-/** A ?ws= address is used only on the API's own host or the configured socket's: the
- * socket carries the token, and a link must not send it anywhere the sign-in page does not
- * name. Another one is refused, and the page says so (replies then arrive over HTTP). */
-const socketAllowed =
-  !askedSocket ||
-  (socketHost(askedSocket) !== null &&
-    [new URL(apiBase).host, socketHost(configuredSocket)].includes(socketHost(askedSocket)));
+
+/** Why a ?ws= address is refused, or null. It is used only on the API's own host or the
+ * configured socket's: the socket carries the token, and a link must not send it anywhere
+ * the sign-in page does not name. Nor in clear text (ws:) when the API is https: the token
+ * the API only ever gets encrypted would cross the network readable. A refused one is not
+ * used, and the page says why (replies then arrive over HTTP). */
+function socketRefusal(address) {
+  const host = socketHost(address);
+  if (host === null || ![new URL(apiBase).host, socketHost(configuredSocket)].includes(host)) return "host";
+  if (new URL(apiBase).protocol === "https:" && new URL(address).protocol !== "wss:") return "cleartext";
+  return null;
+}
+
+/** "host" or "cleartext" when the link's ?ws= is refused, else null. */
+export const refusedWebSocketReason = askedSocket ? socketRefusal(askedSocket) : null;
+const socketAllowed = refusedWebSocketReason === null;
 export const refusedWebSocketUrl = socketAllowed ? null : askedSocket;
 export const webSocketUrl = socketAllowed ? askedSocket || configuredSocket : null;
 /** Where the socket goes when it is not the API's own host: the sign-in page names it too. */

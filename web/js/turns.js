@@ -69,62 +69,100 @@ export class Turns {
     }
     const turn = this.pending.get(frame.requestId);
     if (!turn) return;
+    // Another request of the turn still runs (the first, when this one was its resend or
+    // retry): the 409 says so, and that one's frames come to this turn. It is running.
+    if (frame.type === "error" && frame.status === 409 && turn.ids.length > 1) {
+      this.heard(turn);
+      return;
+    }
+    // A 401 answering the frame sent again (the token expired while the turn waited) is that
+    // request's alone: the first one, running or lost, is not refused by it, and the socket
+    // is not closed by it. The turn fails with a message and keeps listening; the session
+    // ends only on an answer of its own (the API's next 401, or the socket closing).
+    if (frame.type === "error" && frame.status === 401 && frame.requestId === turn.resentId) {
+      clearTimeout(turn.timer);
+      turn.failed = true;
+      const words = new ApiError(frame.status, frame.body).message;
+      const message = `The message sent again was refused (${words}). The first may still answer here.`;
+      turn.handlers.error(new ApiError(0, { error: { code: "resend_refused", message } }));
+      return;
+    }
+    if (frame.type === "done" || frame.type === "error") this.forget(turn);
+    else this.heard(turn);
     const { handlers } = turn;
-    // A frame sent again while the first still runs is answered 409: the first one's frames
-    // (same requestId) are still to come, so the turn waits on.
-    if (frame.type === "error" && frame.status === 409 && turn.resent) return;
-    this.listen(frame.requestId);
     if (frame.type === "start") handlers.start(frame.conversation);
     else if (frame.type === "delta") handlers.delta(frame.text);
     else if (frame.type === "tool") handlers.tool(frame);
-    else if (frame.type === "done") {
-      this.forget(frame.requestId);
-      handlers.done(frame.body, "stream");
-    } else if (frame.type === "error") {
-      this.forget(frame.requestId);
-      handlers.error(new ApiError(frame.status, frame.body, frame.retryAfter));
-    }
+    else if (frame.type === "done") handlers.done(frame.body, "stream");
+    else if (frame.type === "error") handlers.error(new ApiError(frame.status, frame.body, frame.retryAfter));
   }
 
-  /** The turn's silence timer, started again: after `config.replySilenceSeconds` with no
-   * frame the frame is sent once more under its key (which never runs a turn twice), and
-   * after as long again the turn fails, with a Retry. */
-  listen(requestId) {
-    const turn = this.pending.get(requestId);
-    if (!turn) return;
+  /** A frame came: the turn runs server-side, and a streamed reply may pause long between
+   * frames (a tool round, a slow model), so it waits `config.replyStreamSeconds` for the
+   * next one, never sending again (its frames would be answered 409, or it would be run). */
+  heard(turn) {
+    turn.heard = true;
+    turn.failed = false; // one that failed and hears its reply after all is running again
+    this.listen(turn);
+  }
+
+  /** The turn's timer, started again: the short silence while nothing is heard (the frame
+   * may have been lost on its way), the stream's wait once something is. */
+  listen(turn) {
     clearTimeout(turn.timer);
-    turn.timer = setTimeout(() => this.silent(requestId), config.replySilenceSeconds * 1000);
+    const seconds = turn.heard ? config.replyStreamSeconds : config.replySilenceSeconds;
+    turn.timer = setTimeout(() => this.silent(turn), seconds * 1000);
   }
 
-  silent(requestId) {
-    const turn = this.pending.get(requestId);
-    if (!turn) return;
-    if (!turn.resent && turn.socket.readyState === WebSocket.OPEN) {
+  /** Nothing heard yet: the frame goes once more, under a new requestId (so its answers are
+   * told apart) and the same key (so the turn runs at most once). Still nothing, or a
+   * stream that stopped: the turn fails with a Retry, but keeps listening, so frames that
+   * come late are still shown. */
+  silent(turn) {
+    if (!turn.heard && !turn.resent && turn.socket.readyState === WebSocket.OPEN) {
       turn.resent = true;
-      turn.socket.send(turn.frame);
-      this.listen(requestId);
+      turn.resentId = this.post(turn);
+      this.listen(turn);
       return;
     }
-    this.forget(requestId);
-    turn.handlers.error(
-      new ApiError(0, {
-        error: { code: "no_answer", message: "No answer came, even to the message sent again." },
-      }),
-    );
+    turn.failed = true;
+    const message = turn.heard
+      ? `The reply stopped: nothing came for ${config.replyStreamSeconds} s. It may still arrive here.`
+      : "No answer came, even to the message sent again. If it comes later, it shows here.";
+    turn.handlers.error(new ApiError(0, { error: { code: "no_answer", message } }));
   }
 
-  forget(requestId) {
-    const turn = this.pending.get(requestId);
-    if (turn) clearTimeout(turn.timer);
-    this.pending.delete(requestId);
+  /** The turn's frame, sent under a requestId of its own that the turn answers to. */
+  post(turn) {
+    const requestId = this.newRequestId();
+    turn.ids.push(requestId);
+    this.pending.set(requestId, turn);
+    turn.socket.send(this.frameOf(turn, requestId));
+    return requestId;
   }
 
-  /** A socket that closes mid-turn fails its turns; their retry reuses the key. */
+  newRequestId() {
+    return `turn-${Date.now().toString(36)}-${(this.counter += 1)}`;
+  }
+
+  frameOf(turn, requestId) {
+    const { projectId, key, body } = turn;
+    return JSON.stringify({ action: "chat", requestId, projectId, idempotencyKey: key, body });
+  }
+
+  forget(turn) {
+    clearTimeout(turn.timer);
+    for (const id of turn.ids) this.pending.delete(id);
+  }
+
+  /** A socket that closes mid-turn fails its turns; their retry reuses the key. One that
+   * already failed and was only listening shows its failure already. */
   lost(socket) {
     if (this.socket === socket) this.socket = null;
-    for (const [id, turn] of this.pending) {
+    for (const turn of new Set(this.pending.values())) {
       if (turn.socket !== socket) continue;
-      this.forget(id);
+      this.forget(turn);
+      if (turn.failed) continue;
       turn.handlers.error(
         new ApiError(0, {
           error: { code: "connection_lost", message: "The connection closed before the reply ended." },
@@ -133,17 +171,26 @@ export class Turns {
     }
   }
 
-  /** One turn; `handlers` hears start, delta, tool, then done(reply, how) or error(ApiError). */
+  /** One turn; `handlers` hears start, delta, tool, then done(reply, how) or error(ApiError).
+   * A retry of a failed turn that is still listening on the socket takes it over: the
+   * first run's frames, which may yet come, feed the retry, and its reply is shown once. */
   async send(projectId, body, idempotencyKey, handlers) {
-    const requestId = `turn-${Date.now().toString(36)}-${(this.counter += 1)}`;
-    const frame = JSON.stringify({ action: "chat", requestId, projectId, idempotencyKey, body });
+    const turn = { projectId, key: idempotencyKey, body, handlers, ids: [], heard: false, resent: false, resentId: null, failed: false, timer: null };
     // A frame past the limit is never sent: that turn goes over HTTP, whose answer says why.
-    const fits = new TextEncoder().encode(frame).length <= FRAME_MAX_BYTES;
+    const fits = new TextEncoder().encode(this.frameOf(turn, this.newRequestId())).length <= FRAME_MAX_BYTES;
     const socket = fits ? await this.socketOrNull() : null;
+    const listening = [...new Set(this.pending.values())].find((one) => one.key === idempotencyKey && one.failed);
+    if (listening && listening.socket !== socket) this.forget(listening);
+    if (socket && listening && listening.socket === socket) {
+      Object.assign(listening, { handlers, failed: false, resent: false, resentId: null });
+      this.post(listening);
+      this.listen(listening);
+      return;
+    }
     if (socket) {
-      this.pending.set(requestId, { handlers, socket, frame, resent: false, timer: null });
-      socket.send(frame);
-      this.listen(requestId);
+      turn.socket = socket;
+      this.post(turn);
+      this.listen(turn);
       return;
     }
     try {
