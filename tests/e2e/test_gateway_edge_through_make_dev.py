@@ -16,6 +16,7 @@ import uuid
 
 import pytest
 
+from local import openapi
 from local.server import BODY_MAX_BYTES
 from local.tokens import demo_token
 from tests.e2e.conftest import Caller, DevServer, dev_process
@@ -329,3 +330,14 @@ def test_a_well_formed_websocket_handshake_is_still_accepted(wire: Wire) -> None
     answer = wire.reader.readline()
     # Then
     assert answer.startswith(b"HTTP/1.1 101 "), answer
+
+
+def test_every_operation_documents_the_gateways_own_bad_request() -> None:
+    # A request API Gateway cannot read (the framings above) is answered before any route,
+    # with its {"message"} body: each operation's 400 says so, beside this API's ErrorBody.
+    document = json.loads(openapi.DOCUMENT.read_text())
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            schema = json.dumps(operation["responses"]["400"]["content"])
+            assert "#/components/schemas/GatewayMessage" in schema, (method, path)
+            assert "#/components/schemas/ErrorBody" in schema, (method, path)

@@ -61,11 +61,13 @@ class GatewayMessage(BaseModel):
 # 415); every route needs a token (401) and reads DynamoDB, which may throttle (429) or keep
 # failing past the client's retries (503).
 EVERY_ROUTE = (400, 401, 413, 415, 429, 503)
-# API Gateway answers these itself too, before any function runs, with GatewayMessage.
-GATEWAY_TOO = frozenset({401, 413, 429})
+# API Gateway answers these itself too, before any function runs, with GatewayMessage
+# (400: a request it cannot read, such as a Content-Length that is not a number).
+GATEWAY_TOO = frozenset({400, 401, 413, 429})
 
 WHY: dict[int, str] = {
-    400: "Malformed JSON: not JSON, not UTF-8, or nested more than 32 levels deep.",
+    400: "Malformed JSON: not JSON, not UTF-8, or nested more than 32 levels deep; or a "
+    "request API Gateway cannot read, such as a malformed Content-Length (its GatewayMessage).",
     401: 'No usable token: API Gateway\'s JWT authorizer answers {"message": "Unauthorized"}; '
     "a `sub` no key can hold is this API's ErrorBody.",
     403: "No role on the project, or too low a role.",
