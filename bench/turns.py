@@ -414,33 +414,44 @@ def deployed_layer() -> Path:
 def import_seconds(code: str) -> float:
     """The median CPU time (user and system) of fresh interpreters running ``code``: on a
     shared machine it varies far less than wall time, and an import is nearly all CPU."""
+    return statistics.median(cpu_seconds(code) for _ in range(IMPORT_RUNS))
+
+
+def cpu_seconds(code: str) -> float:
+    """One fresh interpreter's CPU time running ``code``, over the layer as it ships."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(deployed_layer()), str(ROOT)]),
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_LAMBDA_FUNCTION_NAME": "bench",
     }
-    times = []
-    for _ in range(IMPORT_RUNS):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        # Our own interpreter on our own code: nothing untrusted reaches the command.
-        subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)  # noqa: S603
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(times)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # Our own interpreter on our own code: nothing untrusted reaches the command.
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)  # noqa: S603
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def import_ratios() -> list[tuple[str, float, float]]:
-    """Each handler module's import time, and its ratio to ``import boto3`` alone (both
-    less the bare interpreter's start)."""
-    bare = import_seconds("pass")
-    boto = import_seconds("import boto3") - bare
+    """Each handler module's import time, and its ratio to ``import boto3`` alone, both
+    less the bare interpreter's start. Each of ``IMPORT_RUNS`` rounds runs a bare start,
+    ``import boto3`` and the handler back to back, and the ratio is the median of the
+    rounds' own: this machine's speed drifts within a run, and a boto3 timed once, minutes
+    before a handler, carried that drift into the handler's ratio."""
     rows = []
+    boto_seconds: list[float] = []
     for app in sorted((ROOT / "functions").glob("*/app.py")):
         code = f"import sys; sys.path.insert(0, {str(app.parent)!r}); import app"
-        seconds = import_seconds(code) - bare
-        rows.append((app.parent.name, seconds, seconds / boto))
-    rows.insert(0, ("boto3 alone", boto, 1.0))
+        seconds, ratios = [], []
+        for _ in range(IMPORT_RUNS):
+            bare = cpu_seconds("pass")
+            boto = cpu_seconds("import boto3") - bare
+            own = cpu_seconds(code) - bare
+            boto_seconds.append(boto)
+            seconds.append(own)
+            ratios.append(own / boto)
+        rows.append((app.parent.name, statistics.median(seconds), statistics.median(ratios)))
+    rows.insert(0, ("boto3 alone", statistics.median(boto_seconds), 1.0))
     return rows
 
 
@@ -503,7 +514,10 @@ def main() -> int:
         )
     if not args.no_imports:
         print()
-        print(f"Import CPU time, median of {IMPORT_RUNS} fresh interpreters, less a bare start:")
+        print(
+            f"Import CPU time, median of {IMPORT_RUNS} rounds of fresh interpreters (a bare"
+            " start, import boto3, the handler), less the bare start:"
+        )
         print("| module | ms | × import boto3 |")
         print("|---|---|---|")
         for name, seconds, ratio in import_ratios():
