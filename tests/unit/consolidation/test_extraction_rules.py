@@ -238,6 +238,29 @@ def test_a_contradiction_updates_the_stored_entry_and_keeps_its_key(key: str) ->
     )
 
 
+def test_a_candidate_said_before_the_stored_entry_does_not_overwrite_it() -> None:
+    # Given "light" stored from a message at LATER, and "dark" read from one at EARLIER
+    # (a late job, or another thread read after it)
+    existing = stored("header_color", "light").model_copy(update={"said_at": LATER})
+    proposed = candidate("header_color", "dark").model_copy(update={"said_at": EARLIER})
+    # When
+    decision = only(decide([proposed], [existing]))
+    # Then the later word stands
+    assert decision.action is ExtractionAction.NONE
+    assert entry_to_write(decision) is None
+    assert decision.reason == "said before 'header_color', which stands as the later word"
+
+
+def test_a_candidate_said_after_the_stored_entry_was_written_updates_it() -> None:
+    # Given an entry written at EARLIER (no message time of its own) and a later message
+    existing = stored("header_color", "light", updated_at=EARLIER)
+    proposed = candidate("header_color", "dark").model_copy(update={"said_at": LATER})
+    # When
+    decision = only(decide([proposed], [existing]))
+    # Then
+    assert decision.action is ExtractionAction.UPDATE
+
+
 def test_an_update_writes_into_the_stored_entrys_thread() -> None:
     # Given a thread entry and a candidate for that thread
     thread = "01JTHREAD000000000000000AA"

@@ -7,6 +7,8 @@ says: the thread holds it as a thread entry (the user scoped it to this conversa
 never becomes project memory), an explicit entry contradicts it (the user said otherwise,
 perhaps reversing the very message it was read from), or the user deleted its key (a
 ``DELETE`` or the forget tool) after the message it was said in (``deleted_since_said``).
+Nor does a candidate change a stored entry said after it: a late job, or a thread read
+after another, never puts the user's earlier word back over a later one.
 Consolidation (``recall.domain.consolidation``) compares stored entries with the same
 definitions, so the two never disagree on what a duplicate or a contradiction is. The
 definitions are word rules, deterministic by design:
@@ -416,6 +418,14 @@ def _decide(
                 f"{existing.key!r} is forbidden: it changes only when a newer entry "
                 "explicitly says the opposite"
             ),
+        )
+    if candidate.said_at and when_said(existing) > candidate.said_at:
+        # A late job, or a thread read after another: the user's later word stands.
+        return ExtractionDecision(
+            action=ExtractionAction.NONE,
+            candidate=candidate,
+            existing=existing,
+            reason=f"said before {existing.key!r}, which stands as the later word",
         )
     return ExtractionDecision(
         action=ExtractionAction.UPDATE,
