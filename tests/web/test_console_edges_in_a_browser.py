@@ -167,11 +167,22 @@ def test_enter_in_the_new_project_and_rename_dialogs_saves(
 
 
 class HeldReplies:
-    """Proxies the page's WebSocket; while holding, every frame after a turn's start waits
-    until released."""
+    """Proxies the page's WebSocket; while holding, every frame after a turn's start (with
+    ``start_passes=False``, the start too) waits until released. Every chat frame the page
+    sends is kept in ``sent``, and reaches the server only when ``passes`` says so of its
+    place (1-based): a frame it refuses is lost, as a lost hand-off would be."""
 
-    def __init__(self, page: Page) -> None:
+    def __init__(
+        self,
+        page: Page,
+        *,
+        start_passes: bool = True,
+        passes: Callable[[int], bool] = lambda place: True,
+    ) -> None:
         self.holding = True
+        self.start_passes = start_passes
+        self.passes = passes
+        self.sent: list[dict[str, object]] = []
         self.held: list[str | bytes] = []
         self.sockets: list[WebSocketRoute] = []
         page.route_web_socket(re.compile(r".*/ws.*"), self.proxy)
@@ -180,12 +191,19 @@ class HeldReplies:
         server = socket.connect_to_server()
         self.sockets.append(socket)
 
+        def to_server(message: str | bytes) -> None:
+            self.sent.append(json.loads(message))
+            if self.passes(len(self.sent)):
+                server.send(message)
+
         def to_page(message: str | bytes) -> None:
-            if self.holding and '"start"' not in str(message):
+            starts = self.start_passes and '"start"' in str(message)
+            if self.holding and not starts:
                 self.held.append(message)
             else:
                 socket.send(message)
 
+        socket.on_message(to_server)
         server.on_message(to_page)
 
     def release(self) -> None:

@@ -187,58 +187,22 @@ def until(page: Page, condition: Callable[[], bool]) -> None:
     raise AssertionError("the condition never held")
 
 
-def hold_frames_and_pass_only_the_first(
-    page: Page,
-) -> tuple[list[dict[str, object]], Callable[[], None]]:
-    """Proxies the page's WebSocket: only the first chat frame reaches the server (a resend or
-    a retry is lost), and every frame back waits until the returned function is called."""
-    sent: list[dict[str, object]] = []
-    held: list[str | bytes] = []
-    sockets: list[WebSocketRoute] = []
-    released: list[bool] = []
-
-    def proxy(socket: WebSocketRoute) -> None:
-        server = socket.connect_to_server()
-        sockets.append(socket)
-
-        def to_server(message: str | bytes) -> None:
-            sent.append(json.loads(message))
-            if len(sent) == 1:
-                server.send(message)
-
-        def to_page(message: str | bytes) -> None:
-            if released:
-                socket.send(message)
-            else:
-                held.append(message)
-
-        socket.on_message(to_server)
-        server.on_message(to_page)
-
-    def release() -> None:
-        released.append(True)
-        for message in held:
-            sockets[-1].send(message)
-        held.clear()
-
-    page.route_web_socket(re.compile(r".*/ws.*"), proxy)
-    return sent, release
-
-
 def test_a_turn_failed_for_no_answer_still_shows_its_reply_when_it_comes_late(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
     # Given a turn whose frames back are held until it failed with no answer
     seed_project(api(user))
     configure(page, replySilenceSeconds=0.3)
-    sent, release = hold_frames_and_pass_only_the_first(page)
+    # (only the first chat frame reaches the server: a resend or a retry is lost)
+    replies = HeldReplies(page, start_passes=False, passes=lambda place: place == 1)
+    sent = replies.sent
     sign_in(page, console, user)
     composer(page).fill("Plan the spring sale")
     composer(page).press("Enter")
     expect(page.locator(".message.assistant.failed")).to_have_attribute("data-code", "no_answer")
     shoot(page, "turn-no-answer-yet")
     # When its frames arrive after all
-    release()
+    replies.release()
     # Then its reply shows, once, no longer failed and without a Retry
     reply = page.locator(".message.assistant")
     expect(reply).to_have_count(1)
@@ -255,7 +219,9 @@ def test_retrying_a_turn_that_heard_no_answer_takes_over_its_first_run(
     # Given a turn failed for no answer, whose first run's frames are held
     seed_project(api(user))
     configure(page, replySilenceSeconds=0.3)
-    sent, release = hold_frames_and_pass_only_the_first(page)
+    # (only the first chat frame reaches the server: a resend or a retry is lost)
+    replies = HeldReplies(page, start_passes=False, passes=lambda place: place == 1)
+    sent = replies.sent
     sign_in(page, console, user)
     composer(page).fill("Plan the spring sale")
     composer(page).press("Enter")
@@ -264,7 +230,7 @@ def test_retrying_a_turn_that_heard_no_answer_takes_over_its_first_run(
     # When Retry is pressed (its frame is lost), and then the first run's frames arrive
     failed.get_by_role("button", name="Retry").click()
     until(page, lambda: len(sent) > 2)
-    release()
+    replies.release()
     # Then the retried turn shows the first run's reply, once
     reply = page.locator(".message.assistant")
     expect(reply).to_have_count(1)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import re
 import uuid
 
-from playwright.sync_api import Page, Route, WebSocketRoute, expect
+from playwright.sync_api import Page, Route, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
@@ -103,35 +103,6 @@ def test_a_reply_that_ends_after_its_thread_was_opened_again_is_shown(
     expect(page.locator("#send")).to_be_enabled()
 
 
-def hold_every_frame_to_the_page(page: Page) -> Callable[[], None]:
-    """Proxies the page's WebSocket, holding every frame the server sends (start included)
-    until the returned function is called."""
-    held: list[str | bytes] = []
-    sockets: list[WebSocketRoute] = []
-    released: list[bool] = []
-
-    def proxy(socket: WebSocketRoute) -> None:
-        server = socket.connect_to_server()
-        sockets.append(socket)
-
-        def to_page(message: str | bytes) -> None:
-            if released:
-                socket.send(message)
-            else:
-                held.append(message)
-
-        server.on_message(to_page)
-
-    def release() -> None:
-        released.append(True)
-        for message in held:
-            sockets[-1].send(message)
-        held.clear()
-
-    page.route_web_socket(re.compile(r".*/ws.*"), proxy)
-    return release
-
-
 def test_a_thread_clicked_while_a_turn_starts_opens_and_stays_open(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
@@ -139,7 +110,7 @@ def test_a_thread_clicked_while_a_turn_starts_opens_and_stays_open(
     owner = api(user)
     project = seed_project(owner)
     other = seed_turns(owner, project, ["Only in the other thread"])
-    release_frames = hold_every_frame_to_the_page(page)
+    replies = HeldReplies(page, start_passes=False)
     sign_in(page, console, user)
     held = held_until_released(page, rf".*/conversations/{other}\?limit=.*")
     composer(page).fill("Plan the spring sale")
@@ -149,7 +120,7 @@ def test_a_thread_clicked_while_a_turn_starts_opens_and_stays_open(
     # clicked thread's answer
     page.locator(".thread", has_text="Only in the other thread").click()
     wait_for(page, held)
-    release_frames()
+    replies.release()
     expect(page.locator('.message.assistant[data-status="complete"]')).to_have_count(1)
     held[0].continue_()
     # Then the clicked thread is open, and stays so
