@@ -56,7 +56,7 @@ import warnings
 
 import boto3
 
-from local import embedded, runtime
+from local import embedded, layer, runtime
 from local.seed import grow_thread
 from recall.domain.prompt import ModelReply, ModelRequest, Usage
 from recall.domain.sizes import item_size
@@ -398,17 +398,7 @@ def deployed_layer() -> Path:
     ``PYTHONDONTWRITEBYTECODE``)."""
     built = Path(tempfile.mkdtemp(prefix="recall-layer-"))
     atexit.register(shutil.rmtree, built, ignore_errors=True)
-    make = [
-        "make",
-        "-s",
-        "-C",
-        str(ROOT / "layers" / "recall"),
-        "layer-code",
-        f"ARTIFACTS_DIR={built}",
-        f"LAMBDA_PYTHON={sys.executable}",
-    ]
-    subprocess.run(make, check=True)  # noqa: S603 (our own Makefile, fixed arguments)
-    return built / "python"
+    return layer.build(built)
 
 
 def import_seconds(code: str) -> float:

@@ -6,32 +6,16 @@ interpreter stands in for the runtime's python3.13, so the bytecode here is its 
 from __future__ import annotations
 
 from pathlib import Path
-import shutil
-import subprocess
 import sys
 
-from local import template
-
-MAKE = shutil.which("make") or "/usr/bin/make"
+from local import layer
 
 
 def test_the_layer_builds_for_the_runtime_with_bytecode(tmp_path: Path) -> None:
     # When
-    subprocess.run(  # noqa: S603 (our own Makefile, fixed arguments)
-        [
-            MAKE,
-            "-s",
-            "-C",
-            str(template.ROOT / "layers" / "recall"),
-            "build-RecallLayer",
-            f"ARTIFACTS_DIR={tmp_path}",
-            f"LAMBDA_PYTHON={sys.executable}",
-        ],
-        check=True,
-    )
+    site = layer.build(tmp_path, "build-RecallLayer")
 
     # Then the runtime's own wheels are there, beside the recall package
-    site = tmp_path / "python"
     (core,) = site.joinpath("pydantic_core").glob("_pydantic_core.*.so")
     assert "cpython-313-aarch64" in core.name
     assert site.joinpath("recall", "api", "__init__.py").is_file()

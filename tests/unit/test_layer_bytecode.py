@@ -1,6 +1,6 @@
 """The layer ships the recall package's bytecode. Lambda's code folders are read-only, so a
-package without it is compiled again by every cold start (about 30 ms of a handler's
-import); ``layers/recall/Makefile`` compiles it at build time, hash-based and unchecked,
+package without it is compiled again by every cold start (``python -m bench.bytecode``);
+``layers/recall/Makefile`` compiles it at build time, hash-based and unchecked,
 since a zip does not keep the sources' modification times a timestamp check compares.
 The target ``sam build`` runs (``build-RecallLayer``) also installs the requirements' arm64
 wheels from the package index; ``make check-wheels`` covers those, and here only the
@@ -11,17 +11,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 from bench.bytecode import shipped_packages
-from local import template
-
-LAYER = template.ROOT / "layers" / "recall"
-MAKE = shutil.which("make") or "/usr/bin/make"
+from local import layer, template
+from local.layer import LAYER, MAKE
 
 # Which recall modules the chat function's import compiles from source; run in a fresh
 # interpreter over the built layer, as Lambda runs it.
@@ -43,20 +40,7 @@ print(json.dumps(sorted(name for name in sys.modules if name.startswith("recall.
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    artifacts = tmp_path_factory.mktemp("layer")
-    subprocess.run(  # noqa: S603 (our own Makefile, fixed arguments)
-        [
-            MAKE,
-            "-s",
-            "-C",
-            str(LAYER),
-            "layer-code",
-            f"ARTIFACTS_DIR={artifacts}",
-            f"LAMBDA_PYTHON={sys.executable}",
-        ],
-        check=True,
-    )
-    return artifacts / "python"
+    return layer.build(tmp_path_factory.mktemp("layer"))
 
 
 def test_every_module_of_the_layer_ships_unchecked_bytecode(built: Path) -> None:
