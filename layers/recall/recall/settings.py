@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+import os
+from typing import Any, Literal
 
-from pydantic import field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """Defaults are the seeds' numbers; each field is overridden by its UPPER_CASE env var.
 
-    Keyword arguments win over the environment, so tests can pin any value."""
+    Keyword arguments win over the environment, so tests can pin any value. A plain model
+    that reads the environment itself: pydantic-settings cost every cold start about a
+    third of an ``import boto3`` (mostly its command-line source) for this one lookup."""
 
-    model_config = SettingsConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     projects_table: str = "recall-projects"
     conversations_table: str = "recall-conversations"
@@ -151,7 +153,7 @@ class Settings(BaseSettings):
     local_snapshot_seconds: float = 2.0
     # Origins (scheme://host[:port]) whose pages may call make dev's API, like the template's
     # CorsAllowedOrigins: none by default, so only the console make dev serves itself.
-    cors_allowed_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    cors_allowed_origins: tuple[str, ...] = ()
 
     # Model
     model_provider: Literal["offline", "bedrock"] = "offline"
@@ -159,20 +161,19 @@ class Settings(BaseSettings):
     # Current-generation models through US cross-region inference profiles (``us.`` ids):
     # the newer models are offered only that way. Equal to template.yaml's defaults.
     bedrock_model_id: str = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
-    # NoDecode: the environment gives these as comma-separated text, not JSON.
-    allowed_model_ids: Annotated[tuple[str, ...], NoDecode] = (
+    allowed_model_ids: tuple[str, ...] = (
         "us.anthropic.claude-haiku-4-5-20251001-v1:0",
         "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
         "us.amazon.nova-pro-v1:0",
     )
-    json_protocol_model_prefixes: Annotated[tuple[str, ...], NoDecode] = (
+    json_protocol_model_prefixes: tuple[str, ...] = (
         "meta.llama",
         "us.meta.llama",
         "mistral.mistral-7b",
     )
     # Bedrock models (ids or inference profile ids, a geography and a dot before the model
     # id) that take prompt cache points: those with prompt caching on Bedrock.
-    prompt_cache_model_prefixes: Annotated[tuple[str, ...], NoDecode] = (
+    prompt_cache_model_prefixes: tuple[str, ...] = (
         "anthropic.claude-3-5-haiku-20241022",
         "anthropic.claude-3-7-sonnet",
         "anthropic.claude-sonnet-4",
@@ -268,7 +269,7 @@ class Settings(BaseSettings):
     # The WebSocket $connect authorizer: the HTTP API's issuer and audiences (aud or
     # client_id, comma-separated), and how long a container keeps the issuer's keys.
     jwt_issuer: str = ""
-    jwt_audience: Annotated[tuple[str, ...], NoDecode] = ()
+    jwt_audience: tuple[str, ...] = ()
     jwks_cache_seconds: int = 300
     # How long the authorizer waits on the issuer's JWKS endpoint (each connect and read of
     # a fetch; an unknown kid may fetch twice). Well inside WsAuthorizerFunction's 10 s
@@ -278,6 +279,17 @@ class Settings(BaseSettings):
     # The offline model's pause between streamed chunks: 0 streams at once; make dev can
     # slow it to watch a reply arrive (and tests, to leave one mid-way).
     offline_stream_chunk_seconds: float = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_the_environment(cls, values: Any) -> Any:
+        """Each field not given takes its environment variable, matched without regard to
+        case as pydantic-settings did; tuples are comma-separated text, not JSON."""
+        if not isinstance(values, dict):
+            return values
+        environment = {name.lower(): value for name, value in os.environ.items()}
+        found = {name: environment[name] for name in cls.model_fields if name in environment}
+        return {**found, **values}
 
     @field_validator(
         "allowed_model_ids",
