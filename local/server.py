@@ -37,7 +37,7 @@ from local import cors, embedded, runtime, static, template, websocket
 from local.background import Background, job_names, run_job
 from local.snapshot import Snapshots
 from local.tokens import demo_token, subject_of
-from recall.api import json_bytes
+from recall.api.bodies import json_bytes
 from recall.settings import get_settings
 from recall.store.dynamodb import dynamodb_client
 
@@ -60,7 +60,7 @@ BODY_MAX_BYTES = 6_291_456
 """Lambda's limit on a synchronous invocation's payload (6 MB): API Gateway answers a
 larger request 413 ``{"message": "Request Too Long"}`` without invoking anything (its own
 limit, 10 MB, is above it). Past it the server reads nothing more of the body; a body
-read is then held to it again as the event (`recall.api.json_bytes`), where it is escaped."""
+read is then held to it again as the event (`recall.api.bodies.json_bytes`), where it is escaped."""
 CHUNK_LINE_MAX_BYTES = 4096
 """A chunk's size line (with any extensions), and each trailer line, at most."""
 CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")

@@ -3,12 +3,16 @@ POST …/clear-context and GET …/context (what the next turn would send)."""
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from typing import Any
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.api import caller_id, new_resolver
 from recall.api.chat import (
     ChatReply,
     ChatRequest,
@@ -19,6 +23,8 @@ from recall.api.chat import (
     replayed,
     turn_deadline,
 )
+from recall.api.http import caller_id, new_resolver
+from recall.cold_start import loaded
 from recall.domain.access import Role
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
@@ -78,3 +84,6 @@ def preview_context(projectId: str, conversationId: str) -> ContextPreview:
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+loaded()

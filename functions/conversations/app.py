@@ -3,6 +3,11 @@ GET/PATCH/DELETE /projects/{projectId}/conversations/{conversationId}."""
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -10,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.api import caller_id, new_resolver, page_limit, page_size
+from recall.api.http import caller_id, new_resolver, page_limit, page_size
 from recall.api.models import (
     ConversationDetail,
     ConversationList,
@@ -19,6 +24,7 @@ from recall.api.models import (
     MessageView,
     UpdateConversationRequest,
 )
+from recall.cold_start import loaded
 from recall.domain.presets import KEEP, SettingsChange
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
@@ -102,3 +108,6 @@ def delete_conversation(projectId: str, conversationId: str) -> Response[None]:
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+loaded()

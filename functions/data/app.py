@@ -3,6 +3,11 @@ POST /projects/{projectId}/import and GET /projects/{projectId}/import/{importId
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -10,8 +15,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.api import caller_id, new_resolver
 from recall.api.data import EXPORT_CONTENT_TYPE, ImportProgressView, utf8_json
+from recall.api.http import caller_id, new_resolver
+from recall.cold_start import loaded
 from recall.domain.exports import ExportDocument, ExportLink
 from recall.domain.imports import ImportDocument
 from recall.observability import logger, metrics, tracer
@@ -50,3 +56,6 @@ def import_progress(projectId: str, importId: str) -> ImportProgressView:
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+loaded()

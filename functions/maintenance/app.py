@@ -3,11 +3,17 @@ idle sessions are pruned and expired memory entries deleted, each reading only w
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from recall.cold_start import loaded
 from recall.domain import clock
 from recall.domain.jobs import ScheduledJob
 from recall.observability import logger, metrics, tracer
@@ -28,3 +34,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     report = maintenance().run(job, clock.now())
     logger.info("maintenance done", extra=report.model_dump())
     return report.model_dump(by_alias=True)
+
+
+loaded()

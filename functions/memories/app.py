@@ -4,6 +4,11 @@ GET /projects/{projectId}/memories/{key}/history."""
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -11,7 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.api import caller_id, new_resolver, page_limit, page_size
+from recall.api.http import caller_id, new_resolver, page_limit, page_size
 from recall.api.memories import (
     MEMORY_KEY,
     MemoryHistory,
@@ -19,6 +24,7 @@ from recall.api.memories import (
     MemoryView,
     PutMemoryRequest,
 )
+from recall.cold_start import loaded
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
 from recall.wiring import memory_service
@@ -88,3 +94,6 @@ def memory_history(
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+loaded()

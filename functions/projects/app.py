@@ -6,6 +6,11 @@ DELETE /projects/{projectId}/me, and the project's presets: GET/POST
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from importlib.resources import files
 from typing import Annotated, Any
 
@@ -14,7 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.api import caller_id, new_resolver, page_limit, page_size
+from recall.api.http import caller_id, new_resolver, page_limit, page_size
 from recall.api.models import (
     BudgetView,
     CreateProjectRequest,
@@ -28,6 +33,7 @@ from recall.api.models import (
 )
 from recall.api.presets import CreatePresetRequest, PresetList, PresetView, UpdatePresetRequest
 from recall.api.usage import BudgetBody, MemberBudgetView, UsageReportView
+from recall.cold_start import loaded
 from recall.domain.access import Role
 from recall.domain.usage import Period
 from recall.observability import logger, metrics, tracer
@@ -208,3 +214,6 @@ def openapi_document() -> Response[str]:
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+loaded()

@@ -5,6 +5,11 @@ queue (``JobBatch``)."""
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import (
@@ -16,6 +21,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from recall.cold_start import loaded
 from recall.observability import logger, metrics, tracer
 from recall.wiring import job_batch
 
@@ -38,3 +44,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItem
         {"itemIdentifier": record_id} for record_id in batch.hand_back()
     ]
     return response
+
+
+loaded()

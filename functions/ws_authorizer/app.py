@@ -12,11 +12,17 @@ container's one ``PyJWKClient``."""
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from functools import lru_cache
 from typing import Any
 
 import jwt
 
+from recall.cold_start import loaded
 from recall.observability import logger
 from recall.settings import get_settings
 from recall.store.keys import fits_user_id
@@ -116,3 +122,6 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         # API Gateway hands context values on as text, as it would a number: exp is sent so.
         "context": {"sub": subject, "exp": str(expires)},
     }
+
+
+loaded()

@@ -7,12 +7,17 @@ connection whose token has expired answers a 401 and closes the connection."""
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from contextlib import suppress
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from recall.api import domain_error_response, unexpected_error_response
+from recall.api.errors import domain_error_answer, unexpected_error_answer
 from recall.api.stream import (
     Connection,
     ConnectionGone,
@@ -23,6 +28,7 @@ from recall.api.stream import (
     read_frame,
     request_id_in,
 )
+from recall.cold_start import loaded
 from recall.domain import clock
 from recall.errors import DomainError, Unauthenticated
 from recall.observability import logger, metrics, tracer
@@ -53,7 +59,7 @@ def received(event: dict[str, Any]) -> dict[str, Any]:
         # life): the client hears why, for this request, and connects again with a fresh
         # token.
         request_id = request_id_in(event.get("body"), max_bytes)
-        _answer(connection, error_frame(request_id, domain_error_response(refused)))
+        _answer(connection, error_frame(request_id, domain_error_answer(refused)))
         _close(connection)
         return OK
     try:
@@ -71,11 +77,11 @@ def received(event: dict[str, Any]) -> dict[str, Any]:
     except FrameRefused as refused:
         _answer(connection, refused.frame)
     except DomainError as error:
-        _answer(connection, error_frame(request_id, domain_error_response(error)))
+        _answer(connection, error_frame(request_id, domain_error_answer(error)))
     except Exception as error:
         # Lambda refusing the hand-off for a moment (TooManyRequestsException) is a 429
         # with retryAfter, as any dependency's throttling is.
-        _answer(connection, error_frame(request_id, unexpected_error_response(error)))
+        _answer(connection, error_frame(request_id, unexpected_error_answer(error)))
     return OK
 
 
@@ -103,3 +109,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if route == "$disconnect":
         return OK
     return received(event)
+
+
+loaded()

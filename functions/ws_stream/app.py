@@ -5,6 +5,11 @@ it is saved, once, like any other."""
 
 from __future__ import annotations
 
+import gc
+
+# Until recall.cold_start.loaded(), below: no collection while the module loads.
+gc.disable()
+
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -13,6 +18,7 @@ from pydantic.alias_generators import to_camel
 
 from recall.api.chat import turn_deadline
 from recall.api.stream import ChatFrame, stream_turn
+from recall.cold_start import loaded
 from recall.domain.access import Role
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
@@ -59,3 +65,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     )
     logger.info("streamed turn answered", extra={"client_left": streamed.gone})
     return {"clientLeft": streamed.gone}
+
+
+loaded()

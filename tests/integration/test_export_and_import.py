@@ -406,7 +406,7 @@ def test_an_import_body_over_its_own_limit_is_a_413(
     # Given
     project = make_project(alice)
     tight = get_settings().model_copy(update={"import_max_bytes": 1_000})
-    monkeypatch.setattr("recall.api.get_settings", lambda: tight)
+    monkeypatch.setattr("recall.api.http.get_settings", lambda: tight)
     document = {"format": "threads", "threads": [thread("Big", "z" * 2_000)]}
     # When
     reply = alice.post(f"/projects/{project}/import", document)
@@ -422,7 +422,7 @@ def test_an_import_body_counts_its_quotes_as_the_event_carries_them(
     # holds it, where each of its escaped quotes (\") is escaped again (\\\")
     project = make_project(alice)
     tight = get_settings().model_copy(update={"import_max_bytes": 1_000})
-    monkeypatch.setattr("recall.api.get_settings", lambda: tight)
+    monkeypatch.setattr("recall.api.http.get_settings", lambda: tight)
     document = {"format": "threads", "threads": [thread("Quoted", '"' * 300)]}
     sent = json.dumps(document).encode()
     assert len(sent) < 1_000 < len(json.dumps(sent.decode()))

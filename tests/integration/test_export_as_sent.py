@@ -99,7 +99,7 @@ def test_a_downloaded_inline_export_imports_back_under_the_same_limit(
     downloaded = sent(alice.get(f"/projects/{source}/export"))
     assert json.loads(downloaded)["format"] == "recall.export"
     tight = get_settings().model_copy(update={"import_max_bytes": LIMIT})
-    monkeypatch.setattr("recall.api.get_settings", lambda: tight)
+    monkeypatch.setattr("recall.api.http.get_settings", lambda: tight)
     # When: the file is sent back as it was saved
     target = make_project(alice)
     started = alice.post(f"/projects/{target}/import", downloaded)

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from recall.api import json_bytes
+from recall.api.bodies import json_bytes
 from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.projects import Member

@@ -18,6 +18,9 @@ HANDLERS = sorted(path.parent.name for path in (ROOT / "functions").glob("*/app.
 
 # Powertools' models of the OpenAPI document: only `python -m local.openapi` writes it.
 DOCUMENT_MODELS = "aws_lambda_powertools.event_handler.openapi.models"
+# Settings read their environment themselves; pydantic-settings is not in the layer (the
+# dev environment still has it, through the contract test's tools).
+SETTINGS_LIBRARY = "pydantic_settings"
 
 
 def fresh(code: str, answer: str) -> Any:
@@ -49,8 +52,12 @@ def imported_by(handler: str) -> set[str]:
 
 
 @pytest.mark.parametrize("handler", HANDLERS)
-def test_no_handler_imports_the_openapi_document_models(handler: str) -> None:
-    assert DOCUMENT_MODELS not in imported_by(handler)
+def test_no_handler_imports_the_openapi_document_models_or_a_settings_library(
+    handler: str,
+) -> None:
+    imported = imported_by(handler)
+    assert DOCUMENT_MODELS not in imported
+    assert SETTINGS_LIBRARY not in imported
 
 
 def test_wiring_imports_a_store_only_when_it_builds_one() -> None:
@@ -62,6 +69,15 @@ def test_the_websocket_route_handler_loads_no_turn_code() -> None:
     """It hands a valid frame to the streaming function, which runs the turn."""
     loaded = imported_by("ws_chat")
     assert {"recall.services.chat", "recall.services.turn_context"}.isdisjoint(loaded)
+
+
+@pytest.mark.parametrize("handler", ["ws_chat", "ws_stream"])
+def test_the_websocket_functions_load_no_http_resolver(handler: str) -> None:
+    """Frames are answered with ``recall.api.errors``: Powertools' event handler (its
+    resolvers, their OpenAPI parameters) is for the HTTP functions."""
+    loaded = imported_by(handler)
+    assert "recall.api.http" not in loaded
+    assert not any(name.startswith("aws_lambda_powertools.event_handler") for name in loaded)
 
 
 def test_importing_the_projects_function_loads_no_chat_or_import_code() -> None:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from recall.api import json_depth
+from recall.api.bodies import json_depth
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Domain errors. The API maps each to one status code, in one place (``recall.api``)."""
+"""Domain errors. The API maps each to one status code, in one place (``recall.api.errors``)."""
 
 from __future__ import annotations
 

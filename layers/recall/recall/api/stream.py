@@ -12,20 +12,18 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Field, ValidationError
 
-from recall.api import (
-    MAX_JSON_DEPTH,
-    domain_error_response,
-    error_response,
-    field_details,
-    json_depth,
-    read_json,
-    unexpected_error_response,
-)
+from recall.api.bodies import MAX_JSON_DEPTH, json_depth, read_json
 from recall.api.chat import ChatReply, ChatRequest, answer_once, recorded, replayed
+from recall.api.errors import (
+    ErrorAnswer,
+    domain_error_answer,
+    error_answer,
+    field_details,
+    unexpected_error_answer,
+)
 from recall.api.models import Body
 from recall.domain.conversations import Conversation
 from recall.domain.turn_events import ToolOutcome, TurnListener
@@ -75,14 +73,14 @@ def read_frame(text: str | None, max_bytes: int) -> ChatFrame:
     if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         raise FrameRefused(
             error_frame(
-                None, error_response(413, TooLarge.code, f"The frame is over {max_bytes} bytes.")
+                None, error_answer(413, TooLarge.code, f"The frame is over {max_bytes} bytes.")
             )
         )
     if json_depth(text) > MAX_JSON_DEPTH:
         raise FrameRefused(
             error_frame(
                 None,
-                error_response(
+                error_answer(
                     400,
                     "malformed_json",
                     f"The frame nests more than {MAX_JSON_DEPTH} levels deep.",
@@ -94,7 +92,7 @@ def read_frame(text: str | None, max_bytes: int) -> ChatFrame:
         json.dumps(document, ensure_ascii=False).encode("utf-8")
     except (ValueError, UnicodeEncodeError):
         raise FrameRefused(
-            error_frame(None, error_response(400, "malformed_json", "The frame is not valid JSON."))
+            error_frame(None, error_answer(400, "malformed_json", "The frame is not valid JSON."))
         ) from None
     request_id = _request_id_of(document)
     try:
@@ -103,7 +101,7 @@ def read_frame(text: str | None, max_bytes: int) -> ChatFrame:
         raise FrameRefused(
             error_frame(
                 request_id,
-                error_response(
+                error_answer(
                     422,
                     Invalid.code,
                     "Some fields are not valid.",
@@ -115,7 +113,7 @@ def read_frame(text: str | None, max_bytes: int) -> ChatFrame:
         raise FrameRefused(
             error_frame(
                 request_id,
-                domain_error_response(Forbidden("You have no role on this project.")),
+                domain_error_answer(Forbidden("You have no role on this project.")),
             )
         )
     return frame
@@ -161,18 +159,17 @@ def _seconds(value: Any) -> float:
 # --- Frames the server sends -------------------------------------------------------------
 
 
-def error_frame(request_id: str | None, response: Response[Any]) -> Frame:
-    """The ``error`` frame for an HTTP error answer: its status, its body and, when it
-    carries ``Retry-After``, that many seconds."""
+def error_frame(request_id: str | None, answer: ErrorAnswer) -> Frame:
+    """The ``error`` frame for what HTTP would answer: its status, its body and, when it
+    says when to try again, ``retryAfter`` seconds."""
     frame: Frame = {
         "type": "error",
         "requestId": request_id,
-        "status": response.status_code,
-        "body": response.body,
+        "status": answer.status,
+        "body": answer.body,
     }
-    retry_after = (response.headers or {}).get("Retry-After")
-    if retry_after is not None:
-        frame["retryAfter"] = int(str(retry_after))
+    if answer.retry_after is not None:
+        frame["retryAfter"] = answer.retry_after
     return frame
 
 
@@ -316,9 +313,9 @@ def stream_turn(
         )
         reply = replayed(answer)
     except DomainError as error:
-        streamed.finish(error_frame(frame.request_id, domain_error_response(error)))
+        streamed.finish(error_frame(frame.request_id, domain_error_answer(error)))
     except Exception as error:
-        streamed.finish(error_frame(frame.request_id, unexpected_error_response(error)))
+        streamed.finish(error_frame(frame.request_id, unexpected_error_answer(error)))
     else:
         streamed.finish(done_frame(frame.request_id, reply))
     return streamed
