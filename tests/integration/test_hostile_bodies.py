@@ -70,7 +70,9 @@ def test_a_body_that_is_not_utf8_is_a_400(route: template.Route, data: bytes) ->
 
     # Then the answer is 400 with the API's error body
     assert reply["statusCode"] == 400, (route.route_key, data, reply)
-    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+    error = json.loads(reply["body"])["error"]
+    assert error["code"] == "malformed_json"
+    assert error["message"], reply
 
 
 @FAST
@@ -86,7 +88,9 @@ def test_json_nested_too_deep_is_a_400(route: template.Route, openers: list[str]
 
     # Then the answer is 400 with the API's error body
     assert reply["statusCode"] == 400, (route.route_key, reply)
-    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+    error = json.loads(reply["body"])["error"]
+    assert error["code"] == "malformed_json"
+    assert error["message"], reply
 
 
 LONE_SURROGATE = st.integers(min_value=0xD800, max_value=0xDFFF).map(lambda cp: f"\\u{cp:04x}")
@@ -119,7 +123,9 @@ def test_a_body_escaping_a_lone_surrogate_is_a_400(
 
     # Then the answer is 400 with the API's error body, never a 500 from the store
     assert reply["statusCode"] == 400, (route.route_key, body, reply)
-    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+    error = json.loads(reply["body"])["error"]
+    assert error["code"] == "malformed_json"
+    assert error["message"], reply
 
 
 def test_a_surrogate_pair_escaped_in_json_is_text_and_is_kept() -> None:
@@ -148,7 +154,9 @@ def test_an_integer_too_long_for_python_to_read_is_a_400(route: template.Route) 
 
     # Then the answer is 400 with the API's error body, never a 500
     assert reply["statusCode"] == 400, (route.route_key, reply)
-    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+    error = json.loads(reply["body"])["error"]
+    assert error["code"] == "malformed_json"
+    assert error["message"], reply
 
 
 @pytest.mark.parametrize("route", READ_BODY, ids=lambda route: route.route_key)
@@ -162,4 +170,6 @@ def test_a_number_json_has_no_place_for_is_a_400(route: template.Route, literal:
 
     # Then it is refused as not JSON, not as a field that holds no valid number or string
     assert reply["statusCode"] == 400, (route.route_key, reply)
-    assert json.loads(reply["body"])["error"]["code"] == "malformed_json"
+    error = json.loads(reply["body"])["error"]
+    assert error["code"] == "malformed_json"
+    assert error["message"], reply

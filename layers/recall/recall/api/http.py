@@ -52,16 +52,6 @@ def as_response(answer: ErrorAnswer) -> Response[Any]:
     )
 
 
-def error_response(
-    status: int,
-    code: str,
-    message: str,
-    details: list[dict[str, Any]] | None = None,
-    retry_after: int | None = None,
-) -> Response[Any]:
-    return as_response(error_answer(status, code, message, details, retry_after))
-
-
 def domain_error_response(error: DomainError) -> Response[Any]:
     return as_response(domain_error_answer(error))
 
@@ -83,10 +73,12 @@ def caller_id(app: APIGatewayHttpResolver) -> str:
 
 
 def _raw_error(status: int, code: str, message: str) -> dict[str, Any]:
+    """The error answer as the function returns it, for a request refused before the
+    resolver runs (none of these statuses says when to try again)."""
     return {
         "statusCode": status,
         "headers": {"Content-Type": content_types.APPLICATION_JSON},
-        "body": json.dumps({"error": {"code": code, "message": message}}),
+        "body": json.dumps(error_answer(status, code, message).body),
         "isBase64Encoded": False,
     }
 
@@ -255,14 +247,16 @@ def new_resolver(serializer: Callable[[Any], str] | None = None) -> APIGatewayHt
     def _invalid_request(error: RequestValidationError) -> Response[Any]:
         errors = list(error.errors())
         if any(item.get("type") == "json_invalid" for item in errors):
-            return error_response(400, "malformed_json", "The request body is not valid JSON.")
-        return error_response(
-            422, Invalid.code, "Some fields are not valid.", field_details(errors)
+            return as_response(
+                error_answer(400, "malformed_json", "The request body is not valid JSON.")
+            )
+        return as_response(
+            error_answer(422, Invalid.code, "Some fields are not valid.", field_details(errors))
         )
 
     @app.not_found
     def _no_route(error: NotFoundError) -> Response[Any]:
-        return error_response(404, NotFound.code, "No such route.")
+        return as_response(error_answer(404, NotFound.code, "No such route."))
 
     app.exception_handler(DomainError)(domain_error_response)
     app.exception_handler(RequestValidationError)(_invalid_request)
