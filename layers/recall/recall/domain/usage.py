@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from recall.domain import clock
+from recall.domain.conversations import ActiveThread
 from recall.domain.prompt import Usage
 
 Period = Literal["day", "month"]
@@ -79,6 +80,16 @@ class MemberUsage:
     month_counts: Counts = Counts()
     day: str | None = None
     day_counts: Counts = Counts()
+    # Whether the month's item exists, and its version: every turn of the member saves
+    # over the version it read, so two turns on one thread land in order.
+    exists: bool = False
+    version: int = 0
+    # The thread the member last talked in, with what its last turns moved, and the month
+    # whose item holds it with that item's version (an earlier month's until the first turn
+    # of this one moves it here).
+    active: ActiveThread | None = None
+    active_month: str | None = None
+    active_version: int = 0
 
     def on(self, day: str) -> Counts:
         return self.day_counts if self.day == day else Counts()

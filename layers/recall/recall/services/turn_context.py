@@ -89,19 +89,24 @@ class TurnContextLoader:
         (created here, so the turn's tools can write thread memory into it) and started from
         ``preset_id``, read in the same batch."""
         persistent: Future[HeldMemory] | None = None
+        usage: Future[MemberUsage] | None = None
         if conversation_id == LATEST:
-            # Which thread is the first read's answer; the persistent entries go with it.
-            found = self._pool.submit(self._conversations.latest, user_id, project_id)
+            # Which thread is the first read's answer (the list's top and the member's
+            # active thread); the persistent entries and the counters go with it.
+            found = self._pool.submit(self._conversations.newest, user_id, project_id)
+            usage = self._pool.submit(self._turns.usage, user_id, project_id, now)
             persistent = self._pool.submit(
                 self._memories.held_scope, user_id, project_id, None, now
             )
-            pending: list[Future[Any]] = [found, persistent]
+            pending: list[Future[Any]] = [found, usage, persistent]
             wait(pending)
-            latest = found.result()
+            latest = self._conversations.latest_of(
+                user_id, project_id, found.result(), usage.result().active
+            )
             conversation_id = latest.conversation_id if latest else None
         if conversation_id is None:
             reads, memory, _ = self._read(
-                user_id, project_id, None, Role.EDITOR, now, persistent, preset_id
+                user_id, project_id, None, Role.EDITOR, now, persistent, preset_id, usage
             )
             if preset_id is not None and reads.preset is None:
                 raise unknown_preset()
@@ -118,7 +123,7 @@ class TurnContextLoader:
             self._conversations.create(conversation)
             return self._loaded(reads, memory, conversation, [], True, now)
         reads, memory, page = self._read(
-            user_id, project_id, conversation_id, Role.EDITOR, now, persistent
+            user_id, project_id, conversation_id, Role.EDITOR, now, persistent, usage=usage
         )
         assert reads.conversation is not None
         return self._loaded(reads, memory, reads.conversation, page, False, now)
@@ -160,6 +165,7 @@ class TurnContextLoader:
         now: datetime,
         persistent: Future[HeldMemory] | None = None,
         preset_id: str | None = None,
+        usage: Future[MemberUsage] | None = None,
     ) -> tuple[TurnReads, HeldMemory, list[Message]]:
         """``authorised``, the thread's newest messages and the memory of both scopes, sent
         at once (one round trip). Every request is waited for before any answer is judged,
@@ -170,16 +176,19 @@ class TurnContextLoader:
         thread_id = conversation_id if wellformed else None
         pool = self._pool
         wanted = preset_id if preset_id is not None and is_id(preset_id) else None
-        batch = pool.submit(self._turns.read, user_id, project_id, thread_id, wanted, now)
+        batch = pool.submit(self._turns.read, user_id, project_id, thread_id, wanted)
+        if usage is None:
+            usage = pool.submit(self._turns.usage, user_id, project_id, now)
         if persistent is None:
             persistent = pool.submit(self._memories.held_scope, user_id, project_id, None, now)
         thread = newest = None
         if thread_id:
             thread = pool.submit(self._memories.held_scope, user_id, project_id, thread_id, now)
             newest = pool.submit(self._newest, user_id, project_id, thread_id)
-        pending: list[Future[Any]] = [batch, persistent]
+        pending: list[Future[Any]] = [batch, usage, persistent]
         wait(pending + ([thread, newest] if thread and newest else []))
         reads = self._checked(batch.result(), conversation_id, wellformed, needed)
+        reads = self._turns.with_usage(reads, usage.result())
         if needed is Role.EDITOR:
             _within_budget(reads, now)
         memory = persistent.result()
