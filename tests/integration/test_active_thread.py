@@ -249,7 +249,8 @@ def test_a_thread_renamed_after_its_last_turn_keeps_the_renames_place_when_left(
     renamed = say(alice, project, "one")["id"]
     say(alice, project, "two", renamed)
     base = f"/projects/{project}/conversations"
-    assert alice.patch(f"{base}/{renamed}", {"title": "Renamed"}).status == 200
+    patched = alice.patch(f"{base}/{renamed}", {"title": "Renamed"})
+    assert patched.status == 200 and counts(patched.body) == (4, 2)
     rename = saved_item(user, project, renamed)["updatedAt"]
     # When the member turns back to the older thread
     say(alice, project, "back", older)

@@ -324,7 +324,9 @@ class InMemoryConversations:
             raise NotFound("No such conversation.")
         self.deleting.add(place)
 
-    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
+    def delete(
+        self, user_id: str, project_id: str, conversation_id: str, unname: bool = True
+    ) -> None:
         place = (user_id, project_id, conversation_id)
         self.threads.pop(place, None)
         self.deleting.discard(place)

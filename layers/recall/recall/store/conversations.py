@@ -402,7 +402,8 @@ class ConversationStore:
         under the flag this PATCH sets or, naming none, the flag ``seen`` (and the
         write's condition) holds. Never touches ``version``: a racing turn still saves.
         Conflict when the thread changed in a way this depends on: read it and try again.
-        Returns the thread as written, its policy item's parts as ``seen``."""
+        Returns the thread as written (and as its last turns left it, when it is the
+        member's active thread), its policy item's parts as ``seen``."""
         flag = seen.archived if archived is None else archived
         update = _Clauses(
             names={**_LIVE_NAMES, "#updatedAt": "updatedAt", "#recency": "recency"},
@@ -437,7 +438,8 @@ class ConversationStore:
         thread = conversation_from(written["Attributes"])
         if thread is None:
             raise NotFound("No such conversation.")
-        return thread.model_copy(
+        active = self._usage.active(seen.user_id, seen.project_id, clock.now())
+        return with_active(thread, active).model_copy(
             update={
                 "preset": seen.preset,
                 "summary": seen.summary,
@@ -775,11 +777,15 @@ class ConversationStore:
         self.client.delete_item(TableName=self._table, Key=policy_key(*place))
         return True
 
-    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
-        """Its name on the member's usage item if it is their active thread, then both
-        items of the thread, its policy item first: a delete that stops between any two
-        leaves the thread's item, and a retry finds it."""
-        self._usage.forget(user_id, project_id, conversation_id)
+    def delete(
+        self, user_id: str, project_id: str, conversation_id: str, unname: bool = True
+    ) -> None:
+        """Its name on the member's usage item if it is their active thread (not with
+        ``unname`` off: an erasure deletes the usage items itself), then both items of the
+        thread, its policy item first: a delete that stops between any two leaves the
+        thread's item, and a retry finds it."""
+        if unname:
+            self._usage.forget(user_id, project_id, conversation_id)
         for key in reversed(thread_keys(user_id, project_id, conversation_id)):
             self.client.delete_item(TableName=self._table, Key=key)
 
