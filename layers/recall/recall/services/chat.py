@@ -183,9 +183,11 @@ class ChatService:
         memory: TurnMemory,
         signals: bool,
     ) -> tuple[list[Message], bool, TurnMemoryWrites | None]:
-        """One transaction. When another turn on the thread saved first (or it was archived
-        or unarchived), re-read the thread and its window and save again with fresh ids, so
-        both turns land in order; when a memory entry moved meanwhile, re-read it. A save
+        """One transaction. When another turn of the member's saved first (on this thread
+        or another), or the thread was archived or unarchived, re-read the counters, the
+        thread and its window and save again with fresh ids, so both turns land in order;
+        when the thread the member leaves changed, leave it as it now allows; when a memory
+        entry moved meanwhile, re-read it. A save
         that met another transaction at the same moment (DynamoDB cancels both sides' items
         alike) is saved again the same way. Also says whether messages left the window (a
         summary has something to fold)."""

@@ -97,9 +97,9 @@ class SavedTurn:
 
 
 class ConversationChanged(Conflict):
-    """Another turn saved first, or the thread was archived or unarchived while the turn
-    ran: save again over it as it is now, so turns land in order and none writes back a
-    flag it read before the model."""
+    """The thread was archived or unarchived while the turn ran, or the member left it
+    while the turn read it: save again over it as it is now, so none writes back a flag or
+    counters it read before."""
 
     def __init__(self, conversation: Conversation) -> None:
         super().__init__("The conversation changed meanwhile.")
