@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 import threading
 from typing import Any
+from unittest.mock import ANY
 
 from botocore.exceptions import ClientError
 import pytest
@@ -16,12 +17,21 @@ import pytest
 from recall.domain import clock
 from recall.domain.conversations import ActiveThread
 from recall.domain.ids import new_id
+from recall.domain.prompt import ModelReply, ModelRequest
 from recall.domain.usage import month_of
+from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
 from recall.store.conversation_items import conversation_key
 from recall.store.dynamodb import dynamodb_client, from_item
 from recall.store.usage import UsageStore
-from recall.wiring import chat_service, conversation_store, turn_store
+from recall.wiring import (
+    chat_service,
+    conversation_service,
+    conversation_store,
+    message_store,
+    model_choice,
+    turn_store,
+)
 from tests.integration.conftest import Api
 
 MakeProject = Callable[..., str]
@@ -494,3 +504,79 @@ def test_leaving_a_thread_that_is_gone_or_being_deleted_writes_nothing_to_it(
         .get("Item")
     )
     assert after == before
+
+
+class DeletesTheThread:
+    """The offline model, deleting the turn's thread while it answers: whole, or only
+    marked, as a delete that has begun."""
+
+    def __init__(self, user: str, project: str, thread: str, whole: bool) -> None:
+        self.place = (user, project, thread)
+        self.whole = whole
+
+    def converse(self, request: ModelRequest) -> ModelReply:
+        if self.whole:
+            conversation_service().delete(*self.place)
+        else:
+            conversation_store().mark_deleting(*self.place)
+        return OfflineProvider().converse(request)
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["deleted", "being deleted"])
+@pytest.mark.parametrize("signals", [False, True], ids=["plain", "with preference signals"])
+def test_a_turn_in_the_active_thread_racing_its_delete_saves_nothing(
+    alice: Api, make_project: MakeProject, signals: bool, whole: bool
+) -> None:
+    # Given an active thread, and a model during whose answer it is deleted
+    project = make_project(alice)
+    user = alice.sub or ""
+    thread = say(alice, project, "one")["id"]
+    model_choice().use(DeletesTheThread(user, project, thread, whole))
+    try:
+        # When the member talks in it
+        text = "I prefer short answers" if signals else "two"
+        reply = alice.post(f"/projects/{project}/chat", {"message": text, "conversationId": thread})
+    finally:
+        model_choice().use(None)
+    # Then the turn is refused as the thread is gone, and none of it is left
+    assert reply.status == 404, reply
+    left = message_store().latest_after(user, project, thread, None, 10)
+    if whole:
+        assert raw_item(user, project, thread) is None
+        assert left == []
+        assert "active" not in latest_usage(user, project)
+    else:
+        assert [m.content for m in left if m.role == "user"] == ["one"]
+        assert latest_usage(user, project)["active"]["turnCount"] == 1
+
+
+@pytest.mark.parametrize("active", [True, False], ids=["the active thread", "another thread"])
+def test_a_turn_leaves_an_archive_made_meanwhile_standing(
+    alice: Api, make_project: MakeProject, active: bool
+) -> None:
+    # Given a thread, the active one or not, archived while the model answers its next turn
+    project = make_project(alice)
+    thread = say(alice, project, "one")["id"]
+    if not active:
+        say(alice, project, "elsewhere")
+    base = f"/projects/{project}/conversations"
+
+    class ArchivesTheThread:
+        def converse(self, request: ModelRequest) -> ModelReply:
+            assert alice.patch(f"{base}/{thread}", {"archived": True}).status == 200
+            return OfflineProvider().converse(request)
+
+    model_choice().use(ArchivesTheThread())
+    try:
+        say(alice, project, "two", thread)
+    finally:
+        model_choice().use(None)
+    # Then the turn saved, and the thread is archived, counted, in the archived list only,
+    # also once the member has moved on to another thread
+    assert [row["id"] for row in listed(alice, project)] == ([] if active else [ANY])
+    assert thread not in [row["id"] for row in listed(alice, project)]
+    say(alice, project, "a new one")
+    assert thread not in [row["id"] for row in listed(alice, project)]
+    assert [(row["id"], counts(row)) for row in listed(alice, project, "archived=true")] == [
+        (thread, (4, 2))
+    ]

@@ -476,22 +476,19 @@ class ConversationStore:
         self, conversation: Conversation, at: str, signals: bool = False
     ) -> dict[str, Any]:
         """A turn in the member's active thread, for its transaction: a check that the thread
-        is there with the archive flag the turn read, which writes nothing; or with
-        preference ``signals``, the stamp alone."""
+        is there and not being deleted, which writes nothing; or with preference
+        ``signals``, the stamp alone. Neither writes the archive flag or the list's place,
+        so an archive meanwhile stands without the turn reading it again."""
         key = conversation_key(
             conversation.user_id, conversation.project_id, conversation.conversation_id
         )
-        names = {**_LIVE_NAMES, "#archived": "archived"}
-        values: dict[str, Any] = {":archived": to_value(conversation.archived)}
-        condition = f"{_LIVE} AND #archived = :archived"
         if not signals:
             return {
                 "ConditionCheck": {
                     "TableName": self._table,
                     "Key": key,
-                    "ConditionExpression": condition,
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": values,
+                    "ConditionExpression": _LIVE,
+                    "ExpressionAttributeNames": _LIVE_NAMES,
                 }
             }
         return {
@@ -499,9 +496,9 @@ class ConversationStore:
                 "TableName": self._table,
                 "Key": key,
                 "UpdateExpression": "SET #signalsAt = :at",
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {**names, "#signalsAt": "signalsAt"},
-                "ExpressionAttributeValues": {**values, ":at": to_value(at)},
+                "ConditionExpression": _LIVE,
+                "ExpressionAttributeNames": {**_LIVE_NAMES, "#signalsAt": "signalsAt"},
+                "ExpressionAttributeValues": {":at": to_value(at)},
             }
         }
 
