@@ -225,9 +225,9 @@ class TurnStore:
     def save(self, turn: SavedTurn) -> None:
         """Everything a turn saves, in one transaction: its messages; the caller's counters
         with what the turn moved on its thread, over the version of their usage item the
-        turn read (the lock of all their turns); a check that the thread is still there
-        with the archive flag the turn read, or, when the turn makes it the member's active
-        thread, its item brought up to date and the thread they leave given what its turns
+        turn read (the lock of all their turns); a check that the thread is still there,
+        or, when the turn makes it the member's active thread, its item brought up to date
+        over the archive flag the turn read and the thread they leave given what its turns
         moved; the memory its tools changed with their counters; for a new session one more
         session toward the consolidation gate; and a check that the caller may still edit.
         Only what is new is written: nothing that grows with the window or the thread, and
@@ -315,6 +315,13 @@ class TurnStore:
                 if now is None:
                     raise NotFound("The conversation was deleted.") from exc
                 raise ConversationChanged(now) from exc
+            if "role" in failed:
+                raise Forbidden(
+                    "Your role on this project changed: you can no longer chat here."
+                ) from exc
+            # Counters moved first: the thread the turn leaves may be another now.
+            if "usage" in failed | met or "left" in met:
+                raise UsageChanged() from exc
             if "left" in failed and was is not None:
                 left_now = self._conversations.get(
                     conversation.user_id,
@@ -323,12 +330,6 @@ class TurnStore:
                     as_saved=True,
                 )
                 raise LeftThreadChanged(Leaving.COUNTED if left_now else Leaving.GONE) from exc
-            if "role" in failed:
-                raise Forbidden(
-                    "Your role on this project changed: you can no longer chat here."
-                ) from exc
-            if "usage" in failed | met or "left" in met:
-                raise UsageChanged() from exc
             full = {_scope_of(part) for part in failed if part.startswith(_COUNT)}
             if full or any(part == "memory" or part.startswith(_COUNT) for part in failed | met):
                 raise MemoryChanged(full) from exc
