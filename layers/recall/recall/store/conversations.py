@@ -4,8 +4,7 @@ prompts and its rolling summary.
 
 Turns, renames and archives rewrite the thread's item, and DynamoDB bills a write by the
 larger of the item before and after it (twice in a transaction), so what is large and
-changes rarely
-(up to ``CONTEXT_PROMPTS_MAX`` × ``CONTEXT_PROMPT_MAX_CHARS`` of prompts,
+changes rarely (up to ``CONTEXT_PROMPTS_MAX`` × ``CONTEXT_PROMPT_MAX_CHARS`` of prompts,
 ``SUMMARY_MAX_CHARS`` of summary) lives on the policy item, which only thread creation,
 the summary job and a clear write; reads of one thread take both items together. A thread
 saved before the split keeps its prompts and summary on its own item: they are read from
@@ -455,8 +454,7 @@ class ConversationStore:
         the archive flag the turn read (its place follows the flag); it fails if the thread
         was deleted. From the next turn on, only the member's usage item moves. A user
         message with preference ``signals`` stamps ``signalsAt``."""
-        clauses = self._moved(active, conversation.archived, signals)
-        clauses.conditions.append("#archived = :archived")
+        clauses = self._moved(active, signals, placed_as=conversation.archived)
         # The thread as the turn read it: a thread the member left while the turn read it
         # has had what its turns moved written since, so the turn reads it again.
         if conversation.last_message_id is None:
@@ -510,9 +508,9 @@ class ConversationStore:
         in the list at its last turn, only over a live (not archived) thread nothing has
         moved later; refused, the turn reads the thread and leaves it again with
         ``placed`` off (its place already later, or archived) or not at all (gone)."""
-        clauses = self._moved(active, False, False, placed)
+        clauses = self._moved(active, placed_as=False if placed else None)
         if placed:
-            clauses.conditions += ["#archived = :archived", "#updatedAt <= :at"]
+            clauses.conditions.append("#updatedAt <= :at")
         return {
             "TableName": self._table,
             "Key": conversation_key(user_id, project_id, active.conversation_id),
@@ -520,13 +518,14 @@ class ConversationStore:
         }
 
     def _moved(
-        self, active: ActiveThread, archived: bool, signals: bool, placed: bool = True
+        self, active: ActiveThread, signals: bool = False, placed_as: bool | None = None
     ) -> _Clauses:
+        """What a thread's turns moved, onto its item while it is there and not being
+        deleted. ``placed_as``: its place in the list at its last turn too, under that
+        archive flag, which the thread must still have (``None``: counters only)."""
         clauses = _Clauses(
             names={
                 **_LIVE_NAMES,
-                "#archived": "archived",
-                "#model": "model",
                 "#lastMessageId": "lastMessageId",
                 "#lastTurnAt": "lastTurnAt",
                 "#messageCount": "messageCount",
@@ -534,15 +533,12 @@ class ConversationStore:
                 "#windowStart": "windowStart",
             },
             values={
-                ":archived": archived,
                 ":at": active.at,
-                ":model": active.model,
                 ":last": active.last_message_id,
                 ":messages": active.message_count,
                 ":turns": active.turn_count,
             },
             assignments=[
-                "#model = :model",
                 "#lastMessageId = :last",
                 "#lastTurnAt = :at",
                 "#messageCount = :messages",
@@ -550,20 +546,23 @@ class ConversationStore:
             ],
             conditions=[_LIVE],
         )
-        if not placed:
-            del clauses.names["#archived"], clauses.values[":archived"]
-        if active.model is None:
-            clauses.assignments.remove("#model = :model")
-            del clauses.names["#model"], clauses.values[":model"]
+        if active.model is not None:
+            clauses.names["#model"] = "model"
+            clauses.values[":model"] = active.model
+            clauses.assignments.append("#model = :model")
         if active.window_start is None:
             clauses.removals.append("#windowStart")
         else:
             clauses.values[":start"] = active.window_start
             clauses.assignments.append("#windowStart = :start")
-        if placed:
-            clauses.names.update({"#updatedAt": "updatedAt", "#recency": "recency"})
-            clauses.values[":recency"] = recency(archived, active.at, active.conversation_id)
+        if placed_as is not None:
+            clauses.names.update(
+                {"#archived": "archived", "#updatedAt": "updatedAt", "#recency": "recency"}
+            )
+            clauses.values[":archived"] = placed_as
+            clauses.values[":recency"] = recency(placed_as, active.at, active.conversation_id)
             clauses.assignments += ["#updatedAt = :at", "#recency = :recency"]
+            clauses.conditions.append("#archived = :archived")
         if signals:
             clauses.names["#signalsAt"] = "signalsAt"
             clauses.assignments.append("#signalsAt = :at")
