@@ -674,7 +674,8 @@ class InMemoryTurns:
 
     def usage(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
         version = self.versions.get((user_id, project_id), 0)
-        return MemberUsage(month=month_of(now), exists=version > 0, version=version)
+        month = month_of(now)
+        return MemberUsage(month=month, latest_month=month if version else None, version=version)
 
     @staticmethod
     def with_usage(reads: TurnReads, usage: MemberUsage) -> TurnReads:

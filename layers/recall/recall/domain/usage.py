@@ -80,16 +80,18 @@ class MemberUsage:
     month_counts: Counts = Counts()
     day: str | None = None
     day_counts: Counts = Counts()
-    # Whether the month's item exists, and its version: every turn of the member saves
-    # over the version it read, so two turns on one thread land in order.
-    exists: bool = False
+    # The month of the member's latest month item (this one's, or an earlier one's until
+    # this month's first turn) and its version: every turn of the member saves over the
+    # version it read, so two turns on one thread land in order.
+    latest_month: str | None = None
     version: int = 0
-    # The thread the member last talked in, with what its last turns moved, and the month
-    # whose item holds it with that item's version (an earlier month's until the first turn
-    # of this one moves it here).
+    # The thread the member last talked in, with what its last turns moved, on that item.
     active: ActiveThread | None = None
-    active_month: str | None = None
-    active_version: int = 0
+
+    @property
+    def exists(self) -> bool:
+        """Whether this month has an item yet."""
+        return self.latest_month == self.month
 
     def on(self, day: str) -> Counts:
         return self.day_counts if self.day == day else Counts()

@@ -11,6 +11,7 @@ after their period.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from recall.errors import Conflict
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
+    StoredItem,
     batch_get,
     delete_found,
     dynamodb_client,
@@ -52,35 +54,19 @@ _COUNTERS = {
 _DAY_PREFIX = "day"
 ACTIVE = "active"
 VERSION = "version"
-# The active thread's fields on the month item, camelCase as everywhere in the tables.
-_ACTIVE_FIELDS = {
-    "conversation_id": "conversationId",
-    "message_count": "messageCount",
-    "turn_count": "turnCount",
-    "last_message_id": "lastMessageId",
-    "window_start": "windowStart",
-    "at": "at",
-    "model": "model",
-}
+
+
+class ActiveItem(StoredItem, ActiveThread):
+    """The active thread as the month item holds it, in ``active``."""
 
 
 def active_value(active: ActiveThread) -> Any:
-    return to_value(
-        {
-            name: getattr(active, field)
-            for field, name in _ACTIVE_FIELDS.items()
-            if getattr(active, field) is not None
-        }
-    )
+    return {"M": ActiveItem.model_validate(active.model_dump()).item()}
 
 
 def active_from(values: dict[str, Any]) -> ActiveThread | None:
     kept = values.get(ACTIVE)
-    if not kept:
-        return None
-    return ActiveThread.model_validate(
-        {field: kept[name] for field, name in _ACTIVE_FIELDS.items() if name in kept}
-    )
+    return ActiveItem.model_validate(kept) if kept else None
 
 
 def _version_condition(version: int) -> str:
@@ -160,24 +146,19 @@ class UsageStore:
             return MemberUsage(month=month)
         values = from_item(found[0])
         latest = str(values[PERIOD]).removeprefix(MONTH)
-        version = int(values.get(VERSION, 0))
-        if latest != month:
-            return MemberUsage(
-                month=month,
-                active=active_from(values),
-                active_month=latest,
-                active_version=version,
-            )
-        return MemberUsage(
+        held = MemberUsage(
             month=month,
+            latest_month=latest,
+            version=int(values.get(VERSION, 0)),
+            active=active_from(values),
+        )
+        if not held.exists:
+            return held
+        return replace(
+            held,
             month_counts=counts_from(values),
             day=values.get("day"),
             day_counts=counts_from(values, day=True),
-            exists=True,
-            version=version,
-            active=active_from(values),
-            active_month=month,
-            active_version=version,
         )
 
     def get(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
@@ -321,7 +302,7 @@ class UsageStore:
                 owner_key(user_id, project_id), DAY + finished, read.day_counts, now
             )
             writes.append({"Put": {"TableName": self._table, "Item": day}})
-        if read.active_month is not None and read.active_month != month:
+        if read.latest_month is not None and read.latest_month != month:
             writes.append(self._moved_off(user_id, project_id, read, now))
         return writes
 
@@ -330,14 +311,14 @@ class UsageStore:
     ) -> dict[str, Any]:
         """The earlier month's item gives up the active thread (over the version the turn
         read, so a turn still saving into that month comes first) and starts to expire."""
-        assert read.active_month is not None
+        assert read.latest_month is not None
         return {
             "Update": {
                 "TableName": self._table,
-                "Key": self.month_key(user_id, project_id, read.active_month),
+                "Key": self.month_key(user_id, project_id, read.latest_month),
                 "UpdateExpression": "SET #exp = :exp, #version = :next REMOVE #active",
                 "ConditionExpression": f"attribute_exists(#owner) AND "
-                f"{_version_condition(read.active_version)}",
+                f"{_version_condition(read.version)}",
                 "ExpressionAttributeNames": {
                     "#owner": OWNER,
                     "#exp": EXPIRES,
@@ -346,8 +327,8 @@ class UsageStore:
                 },
                 "ExpressionAttributeValues": {
                     ":exp": to_value(self._expires(now)),
-                    ":next": to_value(read.active_version + 1),
-                    ":version": to_value(read.active_version),
+                    ":next": to_value(read.version + 1),
+                    ":version": to_value(read.version),
                 },
             }
         }
