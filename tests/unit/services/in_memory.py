@@ -264,9 +264,6 @@ class InMemoryConversations:
         rows, _ = self.page(user_id, project_id, archived=False, limit=2, cursor=None)
         return [(row.updated_at, row) for row in rows], ""
 
-    def latest(self, user_id: str, project_id: str) -> Conversation | None:
-        return self.latest_of(user_id, project_id, self.newest(user_id, project_id), None)
-
     def latest_of(
         self,
         user_id: str,

@@ -73,6 +73,18 @@ class ActiveThread(BaseModel):
     model: str | None = None
 
 
+# The thread's fields its turns move (``with_active`` lays them over); nothing else writes
+# them.
+TURN_MOVED = (
+    "message_count",
+    "turn_count",
+    "last_message_id",
+    "window_start",
+    "last_turn_at",
+    "model",
+)
+
+
 def with_active(conversation: Conversation, active: ActiveThread | None) -> Conversation:
     """The thread as its last turns left it: the active state wins for its own thread, and
     ``updated_at`` is the later of a turn's and a rename's or archive's."""

@@ -32,7 +32,7 @@ from botocore.exceptions import ClientError
 from pydantic.alias_generators import to_camel
 
 from recall.domain import clock
-from recall.domain.conversations import ActiveThread, Conversation, with_active
+from recall.domain.conversations import TURN_MOVED, ActiveThread, Conversation, with_active
 from recall.domain.presets import SettingsChange, ThreadSettings
 from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.settings import Settings
@@ -359,16 +359,6 @@ class ConversationStore:
         another must find its thread."""
         return self._listed(owner_key(user_id, project_id), LIVE, 2, consistent=True)
 
-    def latest(self, user_id: str, project_id: str) -> Conversation | None:
-        """The caller's most recent live thread (two round trips; a turn's ``latest``
-        sends both reads of ``latest_of`` at once)."""
-        return self.latest_of(
-            user_id,
-            project_id,
-            self.newest(user_id, project_id),
-            self._usage.active(user_id, project_id, clock.now()),
-        )
-
     def latest_of(
         self,
         user_id: str,
@@ -401,8 +391,9 @@ class ConversationStore:
         under the flag this PATCH sets or, naming none, the flag ``seen`` (and the
         write's condition) holds. Never touches ``version``: a racing turn still saves.
         Conflict when the thread changed in a way this depends on: read it and try again.
-        Returns the thread as written (and as its last turns left it, when it is the
-        member's active thread), its policy item's parts as ``seen``."""
+        Returns the thread as written, its policy item's parts and what turns move on it
+        (which a PATCH never writes) as ``seen``, read laid over with the member's active
+        thread."""
         flag = seen.archived if archived is None else archived
         update = _Clauses(
             names={**_LIVE_NAMES, "#updatedAt": "updatedAt", "#recency": "recency"},
@@ -437,12 +428,12 @@ class ConversationStore:
         thread = conversation_from(written["Attributes"])
         if thread is None:
             raise NotFound("No such conversation.")
-        active = self._usage.active(seen.user_id, seen.project_id, clock.now())
-        return with_active(thread, active).model_copy(
+        return thread.model_copy(
             update={
                 "preset": seen.preset,
                 "summary": seen.summary,
                 "summary_through": seen.summary_through,
+                **{field: getattr(seen, field) for field in TURN_MOVED},
             }
         )
 
