@@ -323,8 +323,6 @@ class Row:
     tokens: int
     replay: int
     floor: int
-    # A turn that makes its thread the member's active one (from another thread).
-    switched: float
 
     @property
     def cost(self) -> float:
@@ -365,16 +363,7 @@ def measure(length: int, model: Model, recorder: Recorder, warm_turns: int) -> R
     ]
     system = sum(len(part) for part in request.system) // 4
     thread_chars = chars + (2 * warm_turns + 2) * MESSAGE_CHARS + MESSAGE_CHARS
-    # A turn in another thread, then back in this one: the second makes this thread the
-    # member's active one again and gives the other what its turn moved.
-    path = f"/projects/{project}/conversations"
-    other = json.loads(call("POST", path, {"title": "Elsewhere"})["body"])["id"]
-    call("POST", f"/projects/{project}/chat", {"message": text_of(98), "conversationId": other})
-    recorder.sent.clear()
-    call("POST", f"/projects/{project}/chat", {"message": text_of(97), "conversationId": thread})
-    switched = sum(units_of(s).write for s in recorder.sent)
-    for made in (other, thread):
-        call("DELETE", f"{path}/{made}")
+    call("DELETE", f"/projects/{project}/conversations/{thread}")
     return Row(
         length=length,
         before=len(before),
@@ -386,7 +375,6 @@ def measure(length: int, model: Model, recorder: Recorder, warm_turns: int) -> R
         tokens=prompt_tokens(request),
         replay=system + thread_chars // 4,
         floor=sum(kb(size(item)) for item in new_messages),
-        switched=switched,
     )
 
 
@@ -533,12 +521,6 @@ def main() -> int:
             f"| {row.tokens:,} | {row.replay:,} | {row.floor} | {row.wru / row.floor:.1f} "
             f"| {reuse} | {first} |"
         )
-    print()
-    print(
-        "A turn in another thread than the member's last (its thread becomes the active one,"
-        " the one left gets what its turns moved): "
-        + ", ".join(f"{row.switched:g} WRU at {row.length:,}" for row in rows)
-    )
     if not args.no_imports:
         print()
         print(

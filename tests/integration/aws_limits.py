@@ -353,12 +353,8 @@ class _Update:
                 self.item.pop(name, None)
         elif keyword == "ADD":
             path, value = action.split(None, 1)
-            name, nested = self.name(path)
+            name, _ = self.name(path)
             added = self.values[value.strip()]
-            if nested:
-                # Inside a map: counted as if the value were added beside what is there.
-                self.extra += value_size(added)
-                return
             old = self.item.get(name)
             if "N" in added:
                 total = Decimal(old["N"] if old else "0") + Decimal(added["N"])

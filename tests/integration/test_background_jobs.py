@@ -31,15 +31,15 @@ from recall.services.summaries import (
     SummaryService,
 )
 from recall.settings import Settings, get_settings
+from recall.store.conversation_items import conversation_key
 from recall.store.conversations import ConversationStore
-from recall.store.dynamodb import dynamodb_client
+from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.sessions import SessionStore
 from tests.integration.conftest import session_left_behind
 from tests.integration.fault_injection import ALWAYS, THROTTLES, injected, no_backoff_sleep
-from tests.integration.thread_state import set_moved
 
 NOW = datetime.fromisoformat("2025-06-02T12:00:00+00:00")
 SECOND = timedelta(seconds=1)
@@ -488,7 +488,13 @@ def window_of(recall: Recall, thread: Conversation, size: int) -> None:
     start."""
     ids = (recall.user, recall.project, thread.conversation_id)
     [first, *_] = recall.messages.latest_after(*ids, None, size)
-    set_moved(*ids, windowStart=first.message_id)
+    dynamodb_client().update_item(
+        TableName=recall.settings.conversations_table,
+        Key=conversation_key(*ids),
+        UpdateExpression="SET #start = :start",
+        ExpressionAttributeNames={"#start": "windowStart"},
+        ExpressionAttributeValues={":start": to_value(first.message_id)},
+    )
 
 
 def test_messages_that_left_the_window_are_folded_into_the_threads_summary() -> None:

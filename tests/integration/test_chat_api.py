@@ -40,7 +40,6 @@ from recall.wiring import (
     model_choice,
 )
 from tests.integration.conftest import Api
-from tests.integration.thread_state import set_moved, settle
 
 MakeProject = Callable[..., str]
 
@@ -166,9 +165,7 @@ def test_after_thirty_turns_the_model_sees_at_least_the_last_twenty_messages_and
 
 
 def _set_on_thread(user: str, project: str, thread: str, expression: str, **values: Any) -> None:
-    """Change the thread item directly, past the store, as older code or time left it
-    (with no active thread on the member's usage item)."""
-    settle(user, project, thread)
+    """Change the thread item directly, past the store, as older code or time left it."""
     names = {
         f"#{name}": name
         for name in ("windowStart", "updatedAt", "lastTurnAt")
@@ -379,7 +376,12 @@ def test_the_nudge_shows_once_a_thread_passes_the_threshold(
     project = make_project(alice)
     thread = say(alice, project, "hi").body["conversation"]["id"]
     settings = get_settings()
-    set_moved(alice.sub or "", project, thread, turnCount=settings.nudge_threshold_turns - 1)
+    dynamodb_client().update_item(
+        TableName=settings.conversations_table,
+        Key=conversation_key(alice.sub or "", project, thread),
+        UpdateExpression="SET turnCount = :n",
+        ExpressionAttributeValues={":n": {"N": str(settings.nudge_threshold_turns - 1)}},
+    )
     at_threshold = say(alice, project, "one more", thread)
     past = say(alice, project, "and another", thread)
     assert at_threshold.body["nudge"]["show"] is False

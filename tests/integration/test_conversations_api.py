@@ -482,9 +482,9 @@ def test_a_stranger_is_refused_before_any_thread_is_looked_up(
     requests.sent.clear()
     assert stranger.post(f"{base}/clear-context").status == 403
     assert [operation for operation, _ in requests.sent] == ["BatchGetItem"], requests.sent
-    # And the turn and its preview send the usage item's, the window's and the memory
-    # queries beside the batch, on the caller's own partitions only (nothing of alice's),
-    # and nothing follows the refusal
+    # And the turn and its preview send the window's and the memory queries beside the
+    # batch, on the caller's own partitions only (nothing of alice's), and nothing follows
+    # the refusal
     settings = get_settings()
     memories, messages = settings.memories_table, settings.messages_table
     for call in (
@@ -502,10 +502,9 @@ def test_a_stranger_is_refused_before_any_thread_is_looked_up(
             "Query",
             "Query",
             "Query",
-            "Query",
         ], requests.sent
         queried = sorted(tables.pop() for op, tables in requests.sent if op == "Query")
-        assert queried == sorted([memories, memories, messages, settings.usage_table])
+        assert queried == sorted([memories, memories, messages])
         assert requests.owners and all(o.startswith("stranger#") for o in requests.owners)
 
 

@@ -21,7 +21,6 @@ from recall.store.keys import owner_key, thread_key
 from recall.wiring import model_choice
 from tests.integration.aws_limits import ITEM_MAX_BYTES, item_size
 from tests.integration.conftest import Api
-from tests.integration.thread_state import settle
 
 GRIN = "\U0001f600"  # four bytes of UTF-8, twelve of ASCII JSON
 TURNS = 12
@@ -82,7 +81,6 @@ def test_turns_of_the_longest_messages_all_land_and_no_item_passes_400_kb(
         thread = reply.body["conversation"]["id"]
         if turn == TURNS // 2:
             # as a thread saved before window starts were kept: the newest messages are read
-            settle(alice.sub or "", project, thread)
             boto3.client("dynamodb").update_item(
                 TableName=settings.conversations_table,
                 Key=conversation_key(alice.sub or "", project, thread),

@@ -549,8 +549,8 @@ class ThreadGoneMeanwhile:
     def converse(self, request: ModelRequest) -> ModelReply:
         function, self._recorder.function = self._recorder.function, None
         store = conversation_store()
-        # The turn's new thread, not yet saved in: the top of the list's index.
-        [(_, newest), *_] = store.newest(DEMO_USER, self._project)[0]
+        newest = store.latest(DEMO_USER, self._project)
+        assert newest is not None
         store.delete(DEMO_USER, self._project, newest.conversation_id)
         self._recorder.function = function
         return self._model.converse(request)

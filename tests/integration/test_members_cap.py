@@ -13,8 +13,6 @@ import pytest
 from recall.api.bodies import json_bytes
 from recall.domain import clock
 from recall.domain.access import Role
-from recall.domain.conversations import ActiveThread
-from recall.domain.ids import new_id
 from recall.domain.projects import Member
 from recall.domain.usage import Budget, Counts
 from recall.errors import Conflict
@@ -177,15 +175,8 @@ def test_at_members_max_the_members_list_and_an_owners_usage_stay_well_under_6_m
     )
     for user in users:
         read = usage.get(user, project, now)
-        active = ActiveThread(
-            conversation_id=new_id(),
-            message_count=2,
-            turn_count=1,
-            last_message_id=new_id(),
-            at=clock.stamp(now),
-        )
         dynamodb_client().transact_write_items(
-            TransactItems=usage.turn_writes(user, project, read, counts, now, active)  # type: ignore[arg-type]
+            TransactItems=usage.turn_writes(user, project, read, counts, now)  # type: ignore[arg-type]
         )
     assert add(alice, project, new_user()) == 409
     # When the owner lists the members and reads everyone's usage

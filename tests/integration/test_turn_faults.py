@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Any
 
+import boto3
 import pytest
 
 from local import runtime
@@ -31,7 +32,8 @@ from recall.domain.prompt import (
 )
 from recall.providers.offline import OfflineProvider
 from recall.settings import get_settings
-from recall.store.dynamodb import dynamodb_client
+from recall.store.conversation_items import conversation_key
+from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.idempotency import persistence_layer
 from recall.store.jobs import sqs_client
 from recall.wiring import (
@@ -53,7 +55,6 @@ from tests.integration.fault_injection import (
     injected,
     no_backoff_sleep,
 )
-from tests.integration.thread_state import set_moved
 
 MakeProject = Callable[..., str]
 FAULTS = THROTTLES + TRANSIENTS
@@ -245,7 +246,13 @@ def _claim_a_newer_turn(user: str, project: str, thread: str) -> None:
     """The thread names a last message newer than any its window's query finds, as when
     the query ran just before another turn's save and the thread's read just after: the
     turn reads its window again."""
-    set_moved(user, project, thread, lastMessageId=new_id())
+    boto3.client("dynamodb").update_item(
+        TableName=get_settings().conversations_table,
+        Key=conversation_key(user, project, thread),
+        UpdateExpression="SET #last = :last",
+        ExpressionAttributeNames={"#last": "lastMessageId"},
+        ExpressionAttributeValues={":last": to_value(new_id())},
+    )
 
 
 EXISTING = Scenario("an existing thread", _with_turns(1), lambda n: f"what about {n}?")
@@ -353,12 +360,12 @@ def test_every_store_fault_at_every_request_of_a_turn_is_retried_or_refused_neve
     backoffs: Backoffs,
     fault: Fault,
 ) -> None:
-    # Given a thread: BatchGetItem, four Queries (the member's usage item, the window,
-    # both memory scopes), then the model, then TransactWriteItems
+    # Given a thread: BatchGetItem, three Queries (its window, both memory scopes), then
+    # the model, then TransactWriteItems
     project = make_project(alice)
     thread = EXISTING.prepare(alice, project)
     requests = recorded_requests(store_faults, alice, project, EXISTING, thread)
-    assert sorted(requests[:-1]) == ["BatchGetItem", "Query", "Query", "Query", "Query"]
+    assert sorted(requests[:-1]) == ["BatchGetItem", "Query", "Query", "Query"]
     assert requests[-1] == "TransactWriteItems"
     # When each request in turn fails once, then always; then each reply is the truth
     outcomes = run_faulted(store_faults, alice, project, EXISTING, thread, fault, requests)
@@ -495,8 +502,7 @@ def written_to(table: str, action: str | None = None) -> Callable[[dict[str, Any
 
 
 MET_AT = {
-    # A check in the member's active thread, an update when the turn makes it active.
-    "the thread": written_to("conversations_table"),
+    "the thread": written_to("conversations_table", "Update"),
     "the caller's usage counter": written_to("usage_table"),
     "the caller's role check": written_to("projects_table", "ConditionCheck"),
 }
@@ -547,7 +553,7 @@ def test_a_save_that_keeps_meeting_other_transactions_gives_up_with_409_and_retr
     user = alice.sub or ""
     before = snapshot(user, project, thread)
     monkeypatch.setattr("recall.services.chat.time.sleep", lambda _: None)
-    met = written_to("conversations_table")
+    met = written_to("conversations_table", "Update")
     with colliding(dynamodb_client(), met, ALWAYS) as collisions:
         reply = say(alice, project, "busy?", thread)
     # Then the turn tried as often as its setting allows, saved nothing, and says when

@@ -14,15 +14,15 @@ import boto3
 import pytest
 
 from recall.domain import clock
+from recall.domain.ids import new_id
 from recall.domain.memory import Category, MemoryEntry, Scope, Source
 from recall.domain.prompt import ModelReply, ModelRequest, ToolCall
-from recall.domain.usage import month_of
 from recall.errors import Conflict
 from recall.providers.offline import OfflineProvider
 from recall.services.chat import ChatService
 from recall.settings import get_settings
+from recall.store.conversation_items import conversation_key
 from recall.store.dynamodb import dynamodb_client, to_value
-from recall.store.usage import UsageStore
 from recall.wiring import (
     chat_service_with,
     memory_store,
@@ -183,13 +183,12 @@ def test_a_turn_that_gives_up_answers_409_with_retry_after_and_writes_nothing(
     raw = boto3.client("dynamodb")
 
     def rival_saves_first() -> None:
-        # Another turn of the member's moves their usage item, the lock of their turns.
         raw.update_item(
-            TableName=get_settings().usage_table,
-            Key=UsageStore(get_settings()).month_key(user, project, month_of(clock.now())),
-            UpdateExpression="ADD #version :one",
-            ExpressionAttributeNames={"#version": "version"},
-            ExpressionAttributeValues={":one": to_value(1)},
+            TableName=get_settings().conversations_table,
+            Key=conversation_key(user, project, thread_id),
+            UpdateExpression="SET #last = :rival",
+            ExpressionAttributeNames={"#last": "lastMessageId"},
+            ExpressionAttributeValues={":rival": to_value(new_id())},
         )
 
     rival = dynamodb_client().transact_write_items

@@ -92,9 +92,9 @@ class Settings(BaseModel):
     turn_retry_base_seconds: float = 0.05
     turn_memory_changes_max: int = 10
     tool_rounds_max: int = 4
-    # Threads that send a turn's independent reads at once (the batch, the usage item's
-    # query, the window's query and both memory queries): one round trip before the model.
-    turn_read_concurrency: int = 5
+    # Threads that send a turn's independent reads at once (the batch, the window's query
+    # and both memory queries): one round trip before the model.
+    turn_read_concurrency: int = 4
 
     # Memory
     memory_cap: int = 50

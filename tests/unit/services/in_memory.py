@@ -10,13 +10,13 @@ calls: a service test reads them back to see what the service did.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from recall.domain import clock
 from recall.domain.access import Role, roles_reaching
-from recall.domain.conversations import ActiveThread, Conversation, with_active
+from recall.domain.conversations import Conversation
 from recall.domain.ids import new_id
 from recall.domain.jobs import AnyJob
 from recall.domain.memory import (
@@ -33,7 +33,6 @@ from recall.domain.presets import SettingsChange, ThreadSettings
 from recall.domain.projects import Member, Project
 from recall.domain.prompt import ModelReply, ModelRequest
 from recall.domain.turn_memory import MemoryChange
-from recall.domain.usage import MemberUsage, month_of
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.services.access import ProjectAccess
 from recall.services.chat import ChatService
@@ -48,7 +47,7 @@ from recall.settings import Settings
 from recall.store.memories import HeldMemory
 from recall.store.memory_transactions import TurnMemoryWrites
 from recall.store.projects import ROLE_LOST
-from recall.store.turns import ConversationChanged, SavedTurn, TurnReads, UsageChanged
+from recall.store.turns import ConversationChanged, SavedTurn, TurnReads
 
 Thread = tuple[str, str, str]  # user, project, conversation
 ADDED_AT = "2025-01-01T00:00:00.000Z"
@@ -228,9 +227,7 @@ class InMemoryConversations:
             raise Conflict("A conversation with this id already exists.")
         self.threads[place] = conversation
 
-    def get(
-        self, user_id: str, project_id: str, conversation_id: str, as_saved: bool = False
-    ) -> Conversation | None:
+    def get(self, user_id: str, project_id: str, conversation_id: str) -> Conversation | None:
         place = (user_id, project_id, conversation_id)
         return None if place in self.deleting else self.threads.get(place)
 
@@ -260,20 +257,9 @@ class InMemoryConversations:
         end = start + limit
         return rows[start:end], str(end) if end < len(rows) else None
 
-    def newest(self, user_id: str, project_id: str) -> tuple[list[tuple[str, Conversation]], str]:
-        rows, _ = self.page(user_id, project_id, archived=False, limit=2, cursor=None)
-        return [(row.updated_at, row) for row in rows], ""
-
-    def latest_of(
-        self,
-        user_id: str,
-        project_id: str,
-        newest: tuple[list[tuple[str, Conversation]], str],
-        active: ActiveThread | None,
-    ) -> Conversation | None:
-        """Turns move a thread here at once: the active thread needs no placing."""
-        rows, _ = newest
-        return rows[0][1] if rows else None
+    def latest(self, user_id: str, project_id: str) -> Conversation | None:
+        rows, _ = self.page(user_id, project_id, archived=False, limit=1, cursor=None)
+        return rows[0] if rows else None
 
     def update(
         self,
@@ -321,9 +307,7 @@ class InMemoryConversations:
             raise NotFound("No such conversation.")
         self.deleting.add(place)
 
-    def delete(
-        self, user_id: str, project_id: str, conversation_id: str, unname: bool = True
-    ) -> None:
+    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
         place = (user_id, project_id, conversation_id)
         self.threads.pop(place, None)
         self.deleting.discard(place)
@@ -337,16 +321,19 @@ class InMemoryConversations:
         return True
 
     def counted_turn(self, turn: SavedTurn) -> None:
-        """What a saved turn moves on its thread (TurnStore keeps it on the member's usage
-        item while the thread is their active one; here it goes on the thread at once)."""
-        self.moved(turn.conversation, turn.active, turn.signals)
-
-    def moved(self, conversation: Conversation, active: ActiveThread, signals: bool) -> None:
-        place = _thread(conversation)
-        self.threads[place] = with_active(self.threads[place], active).model_copy(
+        """What a saved turn does to its thread's counters, last message and window start
+        (TurnStore's transaction)."""
+        place = _thread(turn.conversation)
+        current = self.threads[place]
+        self.threads[place] = current.model_copy(
             update={
-                "updated_at": active.at,
-                **({"signals_at": active.at} if signals else {}),
+                "message_count": current.message_count + len(turn.messages),
+                "turn_count": current.turn_count + 1,
+                "model": turn.model_id,
+                "updated_at": turn.at,
+                "window_start": turn.window_start,
+                "last_message_id": turn.messages[-1].message_id,
+                **({"signals_at": turn.at} if turn.signals else {}),
             }
         )
 
@@ -630,7 +617,7 @@ class InMemoryMemories:
 
 class InMemoryTurns:
     """TurnStore over the other in-memory stores: the one read before the model, the one
-    all-or-nothing save after it, over the version of the member's counters it read."""
+    all-or-nothing save after it."""
 
     def __init__(
         self,
@@ -649,8 +636,6 @@ class InMemoryTurns:
         self.reads: list[str | None] = []  # the conversation id of each read
         self.attempts: list[SavedTurn] = []  # every save tried, landed or not
         self.saved: list[SavedTurn] = []
-        # Each member's usage item's version: the lock of their turns.
-        self.versions: dict[tuple[str, str], int] = {}
 
     def read(
         self,
@@ -658,6 +643,7 @@ class InMemoryTurns:
         project_id: str,
         conversation_id: str | None,
         preset_id: str | None = None,
+        now: datetime | None = None,
     ) -> TurnReads:
         self.reads.append(conversation_id)
         conversation = None
@@ -669,23 +655,6 @@ class InMemoryTurns:
             conversation=conversation,
         )
 
-    def usage(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
-        version = self.versions.get((user_id, project_id), 0)
-        month = month_of(now)
-        return MemberUsage(month=month, latest_month=month if version else None, version=version)
-
-    @staticmethod
-    def with_usage(reads: TurnReads, usage: MemberUsage) -> TurnReads:
-        return replace(reads, usage=usage)
-
-    def reread(
-        self, user_id: str, project_id: str, conversation_id: str, now: datetime
-    ) -> tuple[Conversation | None, MemberUsage]:
-        return (
-            self._conversations.get(user_id, project_id, conversation_id),
-            self.usage(user_id, project_id, now),
-        )
-
     def save(self, turn: SavedTurn) -> None:
         self.attempts.append(turn)
         place = _thread(turn.conversation)
@@ -693,10 +662,11 @@ class InMemoryTurns:
         current = self._conversations.get(*place)
         if current is None:
             raise NotFound("The conversation was deleted.")
-        if current.archived != turn.conversation.archived:
+        if (current.last_message_id, current.archived) != (
+            turn.conversation.last_message_id,
+            turn.conversation.archived,
+        ):
             raise ConversationChanged(current)
-        if turn.usage.read.version != self.versions.get(place[:2], 0):
-            raise UsageChanged()
         role = self._projects.role_of(turn.conversation.project_id, turn.conversation.user_id)
         if role not in roles_reaching(Role.EDITOR):
             raise Forbidden("Your role on this project changed: you can no longer chat here.")
@@ -704,7 +674,6 @@ class InMemoryTurns:
             self._memories.apply(place[0], place[1], turn.memory)
         self._messages.add(*place, turn.messages)
         self._conversations.counted_turn(turn)
-        self.versions[place[:2]] = self.versions.get(place[:2], 0) + 1
         self.saved.append(turn)
 
     def _rival_saves_first(self, place: Thread) -> None:
@@ -716,17 +685,16 @@ class InMemoryTurns:
         at = _now_stamp()
         rival = Message(message_id=new_id(), role="user", content="a rival turn", created_at=at)
         self._messages.add(*place, [rival])
-        active = ActiveThread(
-            conversation_id=current.conversation_id,
-            message_count=current.message_count + 1,
-            turn_count=current.turn_count + 1,
-            last_message_id=rival.message_id,
-            window_start=current.window_start or rival.message_id,
-            at=at,
-            model=current.model or "rival",
+        self._conversations.counted_turn(
+            SavedTurn(
+                conversation=current,
+                messages=[rival],
+                window_start=current.window_start or rival.message_id,
+                session_started=False,
+                model_id=current.model or "rival",
+                at=at,
+            )
         )
-        self._conversations.moved(current, active, False)
-        self.versions[place[:2]] = self.versions.get(place[:2], 0) + 1
 
 
 Step = ModelReply | Exception | Callable[[ModelRequest], ModelReply]
@@ -856,14 +824,13 @@ def messages_of(roles: Iterable[str]) -> list[Message]:
 def thread_with_window(
     recall: InMemoryRecall, user: str, project: str
 ) -> tuple[str, list[Message]]:
-    """A thread of two saved messages (one turn, version 1), both in its window."""
+    """A thread of two saved messages (one turn), both in its window."""
     earlier = messages_of(["user", "assistant"])
     thread = recall.conversations.add(
         user,
         project,
         message_count=2,
         turn_count=1,
-        version=1,
         window_start=earlier[0].message_id,
         last_message_id=earlier[-1].message_id,
     )

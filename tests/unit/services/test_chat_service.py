@@ -325,7 +325,7 @@ def test_a_thread_without_a_window_start_reads_its_window_after_the_clear_marker
     ]
     # and the turn gives the thread the start of that window
     saved = recall.turns.saved[0]
-    assert saved.active.window_start == after[0].message_id
+    assert saved.window_start == after[0].message_id
 
 
 # What the turn saves
@@ -350,9 +350,9 @@ def test_the_turn_saves_the_user_message_tool_rounds_and_reply_in_one_save() -> 
     assert json.loads(tool.tool_results[0].content) == {"saved": "dark_mode", "scope": "persistent"}
     assert (reply.content, reply.status) == ("Saved it.", "complete")
     assert reply.usage == Usage(input_tokens=8, output_tokens=8)
-    assert saved.usage.read.version == 0
-    # over the version it read, with the window holding no tool round
-    assert saved.active.window_start == window[0].message_id
+    assert saved.conversation.last_message_id == window[-1].message_id
+    # over the last message it read, with the window holding no tool round
+    assert saved.window_start == window[0].message_id
     assert window_now(recall, BOB, project, conversation_id) == [*window, user, reply]
     # and the outcome is what was saved
     assert (outcome.user_message, outcome.message) == (user, reply)
@@ -364,7 +364,7 @@ def test_the_turn_saves_the_user_message_tool_rounds_and_reply_in_one_save() -> 
     assert recall.messages.of(BOB, project, conversation_id)[-3:] == saved.messages
 
 
-def test_each_turn_saves_over_the_version_the_one_before_left() -> None:
+def test_each_turn_saves_over_the_last_message_the_one_before_left() -> None:
     # Given
     recall = InMemoryRecall(model=OfflineProvider())
     project = shop(recall)
@@ -373,8 +373,11 @@ def test_each_turn_saves_over_the_version_the_one_before_left() -> None:
     thread = first.conversation.conversation_id
     turn(recall, BOB, project, "two", thread)
     # Then
-    assert [t.usage.read.version for t in recall.turns.saved] == [0, 1]
-    assert recall.turns.versions[(BOB, project)] == 2
+    one, two = recall.turns.saved
+    assert one.conversation.last_message_id is None
+    assert two.conversation.last_message_id == one.messages[-1].message_id
+    stored = recall.conversations.get(BOB, project, thread)
+    assert stored is not None and stored.last_message_id == two.messages[-1].message_id
     window = window_now(recall, BOB, project, thread)
     assert [m.role for m in window] == ["user", "assistant", "user", "assistant"]
 
@@ -391,10 +394,11 @@ def test_a_lost_race_rereads_the_thread_and_saves_again_with_fresh_ids(new_threa
     recall.turns.rival_turns = 1
     # When
     outcome = turn(recall, BOB, project, "hello", conversation_id)
-    # Then the second save goes over the rival's version, with new ids
+    # Then the second save goes over the rival's message, with new ids
     first, second = recall.turns.attempts
     assert recall.turns.saved == [second]
-    assert second.usage.read.version == 1
+    rival = recall.messages.of(BOB, project, second.conversation.conversation_id)[-3]
+    assert second.conversation.last_message_id == rival.message_id
     assert {m.message_id for m in first.messages}.isdisjoint(m.message_id for m in second.messages)
     assert [m.content for m in second.messages] == ["hello", "mine"]
     # and both turns land in order, the model asked once

@@ -69,7 +69,10 @@ def test_a_viewer_cannot_clear_context_but_can_preview_it() -> None:
     with pytest.raises(Forbidden):
         recall.context_service.clear(VIEWER, project, conversation_id)
     stored = recall.conversations.get(VIEWER, project, conversation_id)
-    assert stored is not None and (stored.cleared_after, stored.turn_count) == (None, 1)
+    assert stored is not None and (stored.cleared_after, stored.last_message_id) == (
+        None,
+        window[-1].message_id,
+    )
     context, _, _, _ = recall.context_service.preview(VIEWER, project, conversation_id)
     assert context.window == window
 

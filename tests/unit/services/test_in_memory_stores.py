@@ -33,17 +33,7 @@ PAIRS = [
     (
         InMemoryConversations,
         ConversationStore,
-        {
-            "create",
-            "get",
-            "page",
-            "newest",
-            "latest_of",
-            "update",
-            "mark_cleared",
-            "mark_deleting",
-            "delete",
-        },
+        {"create", "get", "page", "latest", "update", "mark_cleared", "mark_deleting", "delete"},
     ),
     (InMemoryMessages, MessageStore, {"page", "latest_after", "delete_thread"}),
     (InMemorySessions, SessionStore, {"delete"}),

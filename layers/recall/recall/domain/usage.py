@@ -17,7 +17,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 from recall.domain import clock
-from recall.domain.conversations import ActiveThread
 from recall.domain.prompt import Usage
 
 Period = Literal["day", "month"]
@@ -80,18 +79,6 @@ class MemberUsage:
     month_counts: Counts = Counts()
     day: str | None = None
     day_counts: Counts = Counts()
-    # The month of the member's latest month item (this one's, or an earlier one's until
-    # this month's first turn) and its version: every turn of the member saves over the
-    # version it read, so two turns on one thread land in order.
-    latest_month: str | None = None
-    version: int = 0
-    # The thread the member last talked in, with what its last turns moved, on that item.
-    active: ActiveThread | None = None
-
-    @property
-    def exists(self) -> bool:
-        """Whether this month has an item yet."""
-        return self.latest_month == self.month
 
     def on(self, day: str) -> Counts:
         return self.day_counts if self.day == day else Counts()

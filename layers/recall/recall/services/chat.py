@@ -1,9 +1,9 @@
 """One chat turn: load (one round trip: the batched read, the window's query and memory once
 per scope), ask the model and run its memory tools, then save everything in one
-transaction: the messages, the member's counters with what the turn moved on the thread
-(its active thread's state, on their usage item), and the memory the tools changed. When
-another turn of the member saved first, the save is retried in order after a jittered
-pause; a turn that gives up has written nothing and answers 409 with ``Retry-After``."""
+transaction: the messages, the thread's counters and window start, and the memory the
+tools changed. When another turn on the thread saved first, the save is retried in order
+after a jittered pause; a turn that gives up has written nothing and answers 409 with
+``Retry-After``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from recall.domain import clock
 from recall.domain.context import assemble
-from recall.domain.conversations import ActiveThread, Conversation
+from recall.domain.conversations import Conversation
 from recall.domain.memory import MemoryEntry
 from recall.domain.memory_proposals import carries_signals
 from recall.domain.messages import Message
@@ -30,8 +30,8 @@ from recall.domain.turns import (
     turn_messages,
     with_unsaved,
 )
-from recall.domain.usage import Counts, MemberUsage
-from recall.errors import Conflict, Invalid, ModelFailed, NotFound
+from recall.domain.usage import Counts
+from recall.errors import Conflict, Invalid, ModelFailed
 from recall.observability import logger, metrics
 from recall.services.followups import TurnFollowUps
 from recall.services.memories import MemoryService
@@ -43,8 +43,6 @@ from recall.store.memories import HeldMemory, MemoryStore
 from recall.store.memory_transactions import TurnMemoryWrites
 from recall.store.turns import (
     ConversationChanged,
-    Leaving,
-    LeftThreadChanged,
     MemoryChanged,
     SavedTurn,
     TurnCollided,
@@ -183,11 +181,9 @@ class ChatService:
         memory: TurnMemory,
         signals: bool,
     ) -> tuple[list[Message], bool, TurnMemoryWrites | None]:
-        """One transaction. When another turn of the member's saved first (on this thread
-        or another), or the thread was archived or unarchived, re-read the counters, the
-        thread and its window and save again with fresh ids, so both turns land in order;
-        when the thread the member leaves changed, leave it as it now allows; when a memory
-        entry moved meanwhile, re-read it. A save
+        """One transaction. When another turn on the thread saved first (or it was archived
+        or unarchived), re-read the thread and its window and save again with fresh ids, so
+        both turns land in order; when a memory entry moved meanwhile, re-read it. A save
         that met another transaction at the same moment (DynamoDB cancels both sides' items
         alike) is saved again the same way. Also says whether messages left the window (a
         summary has something to fold)."""
@@ -196,9 +192,6 @@ class ChatService:
         user_id, project_id = conversation.user_id, conversation.project_id
         held = loaded.memory
         counters = loaded.usage
-        assert counters is not None
-        # How to leave the member's active thread, by its id, once a save was refused.
-        leaving: dict[str, Leaving] = {}
         # A failed reply is counted by its tokens, not as a turn; memory tools cost nothing.
         counts = Counts.of(
             exchange.usage,
@@ -235,44 +228,28 @@ class ChatService:
                 if changes
                 else None
             )
-            active = ActiveThread(
-                conversation_id=conversation.conversation_id,
-                message_count=conversation.message_count + len(saved),
-                turn_count=conversation.turn_count + 1,
-                last_message_id=saved[-1].message_id,
-                window_start=kept[0].message_id if kept else None,
-                at=at,
-                model=model_id,
-            )
             try:
                 self._turns.save(
                     SavedTurn(
                         conversation=conversation,
                         messages=saved,
-                        active=active,
+                        window_start=kept[0].message_id if kept else None,
                         session_started=started,
+                        model_id=model_id,
                         at=at,
-                        usage=TurnUsage(counters, counts, now),
                         memory=written,
+                        usage=TurnUsage(counters, counts, now) if counters else None,
                         signals=signals,
-                        leaving=leaving.get(_left_id(counters), Leaving.PLACED),
                     )
                 )
-            except (ConversationChanged, UsageChanged) as changed:
-                # Another turn of the member's (perhaps in this thread) or an archive came
-                # first: the thread, its window and the counters as they are now.
-                logger.info("thread or usage changed during the turn; saving again")
-                thread, counters = self._turns.reread(
-                    user_id, project_id, conversation.conversation_id, now
-                )
-                if thread is None:
-                    raise NotFound("The conversation was deleted.") from changed
-                conversation = thread
+            except ConversationChanged as changed:
+                logger.info("thread changed during the turn; saving again")
+                conversation = changed.conversation
                 window = self._loader.window(conversation, loaded.settings.window_messages)
                 continue
-            except LeftThreadChanged as changed:
-                logger.info("the thread the member leaves changed; leaving it again")
-                leaving[_left_id(counters)] = changed.leaving
+            except UsageChanged:
+                logger.info("usage moved to a new day during the turn; counting again")
+                counters = self._turns.usage(user_id, project_id, now)
                 continue
             except TurnCollided:
                 logger.info("another write met the turn's save; saving again")
@@ -318,7 +295,3 @@ class ChatService:
                 extra={"key": change.key, "scope": change.entry.scope},
             )
         return dropped
-
-
-def _left_id(counters: MemberUsage) -> str:
-    return counters.active.conversation_id if counters.active else ""

@@ -208,8 +208,8 @@ class ErasureService:
                 if left <= 0:
                     return -1
                 self._sessions.delete(user_id, project_id, conversation_id)
-                # the thread's item and its policy item (the usage items go below)
-                self._conversations.delete(user_id, project_id, conversation_id, unname=False)
+                # the thread's item and its policy item
+                self._conversations.delete(user_id, project_id, conversation_id)
                 left -= THREAD_REQUESTS * self._request_items
                 if left <= 0:
                     return -1

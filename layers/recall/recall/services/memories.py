@@ -202,7 +202,7 @@ class MemoryService:
             return None
         if (
             not fits_id(conversation_id)
-            or self._conversations.get(user_id, project_id, conversation_id, as_saved=True) is None
+            or self._conversations.get(user_id, project_id, conversation_id) is None
         ):
             raise NotFound("No such conversation.")
         return conversation_id

@@ -89,24 +89,19 @@ class TurnContextLoader:
         (created here, so the turn's tools can write thread memory into it) and started from
         ``preset_id``, read in the same batch."""
         persistent: Future[HeldMemory] | None = None
-        usage: Future[MemberUsage] | None = None
         if conversation_id == LATEST:
-            # Which thread is the first read's answer (the list's top and the member's
-            # active thread); the persistent entries and the counters go with it.
-            found = self._pool.submit(self._conversations.newest, user_id, project_id)
-            usage = self._pool.submit(self._turns.usage, user_id, project_id, now)
+            # Which thread is the first read's answer; the persistent entries go with it.
+            found = self._pool.submit(self._conversations.latest, user_id, project_id)
             persistent = self._pool.submit(
                 self._memories.held_scope, user_id, project_id, None, now
             )
-            pending: list[Future[Any]] = [found, usage, persistent]
+            pending: list[Future[Any]] = [found, persistent]
             wait(pending)
-            latest = self._conversations.latest_of(
-                user_id, project_id, found.result(), usage.result().active
-            )
+            latest = found.result()
             conversation_id = latest.conversation_id if latest else None
         if conversation_id is None:
             reads, memory, _ = self._read(
-                user_id, project_id, None, Role.EDITOR, now, persistent, preset_id, usage
+                user_id, project_id, None, Role.EDITOR, now, persistent, preset_id
             )
             if preset_id is not None and reads.preset is None:
                 raise unknown_preset()
@@ -123,7 +118,7 @@ class TurnContextLoader:
             self._conversations.create(conversation)
             return self._loaded(reads, memory, conversation, [], True, now)
         reads, memory, page = self._read(
-            user_id, project_id, conversation_id, Role.EDITOR, now, persistent, usage=usage
+            user_id, project_id, conversation_id, Role.EDITOR, now, persistent
         )
         assert reads.conversation is not None
         return self._loaded(reads, memory, reads.conversation, page, False, now)
@@ -165,7 +160,6 @@ class TurnContextLoader:
         now: datetime,
         persistent: Future[HeldMemory] | None = None,
         preset_id: str | None = None,
-        usage: Future[MemberUsage] | None = None,
     ) -> tuple[TurnReads, HeldMemory, list[Message]]:
         """``authorised``, the thread's newest messages and the memory of both scopes, sent
         at once (one round trip). Every request is waited for before any answer is judged,
@@ -176,19 +170,16 @@ class TurnContextLoader:
         thread_id = conversation_id if wellformed else None
         pool = self._pool
         wanted = preset_id if preset_id is not None and is_id(preset_id) else None
-        batch = pool.submit(self._turns.read, user_id, project_id, thread_id, wanted)
-        if usage is None:
-            usage = pool.submit(self._turns.usage, user_id, project_id, now)
+        batch = pool.submit(self._turns.read, user_id, project_id, thread_id, wanted, now)
         if persistent is None:
             persistent = pool.submit(self._memories.held_scope, user_id, project_id, None, now)
         thread = newest = None
         if thread_id:
             thread = pool.submit(self._memories.held_scope, user_id, project_id, thread_id, now)
             newest = pool.submit(self._newest, user_id, project_id, thread_id)
-        pending: list[Future[Any]] = [batch, usage, persistent]
+        pending: list[Future[Any]] = [batch, persistent]
         wait(pending + ([thread, newest] if thread and newest else []))
         reads = self._checked(batch.result(), conversation_id, wellformed, needed)
-        reads = self._turns.with_usage(reads, usage.result())
         if needed is Role.EDITOR:
             _within_budget(reads, now)
         memory = persistent.result()

@@ -66,7 +66,7 @@ class ConversationItem(Conversation):
 
 
 def conversation_item(conversation: Conversation) -> Item:
-    """The thread's own item: everything but the policy item's fields."""
+    """The item a turn rewrites: everything but the policy item's fields."""
     record = ConversationItem(
         **conversation.model_dump(),
         owner=owner_key(conversation.user_id, conversation.project_id),

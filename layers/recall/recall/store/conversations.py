@@ -2,9 +2,9 @@
 beside it, at ``<conversationId>#policy``, its policy item: its preset copy's context
 prompts and its rolling summary.
 
-Turns, renames and archives rewrite the thread's item, and DynamoDB bills a write by the
-larger of the item before and after it (twice in a transaction), so what is large and
-changes rarely (up to ``CONTEXT_PROMPTS_MAX`` × ``CONTEXT_PROMPT_MAX_CHARS`` of prompts,
+Every turn rewrites the thread's item, and DynamoDB bills a write by the larger of the
+item before and after it (twice in a transaction), so what is large and changes rarely
+(up to ``CONTEXT_PROMPTS_MAX`` × ``CONTEXT_PROMPT_MAX_CHARS`` of prompts,
 ``SUMMARY_MAX_CHARS`` of summary) lives on the policy item, which only thread creation,
 the summary job and a clear write; reads of one thread take both items together. A thread
 saved before the split keeps its prompts and summary on its own item: they are read from
@@ -15,11 +15,6 @@ The ``byRecency`` index sorts a caller's threads by ``recency``
 page of either list is one query and a thread being deleted drops out of both. A policy
 item has no ``recency``, so the index never holds it. The items' keys and shapes are
 ``recall.store.conversation_items``.
-
-What turns move on the member's active thread (the one they last talked in) is on their
-usage item (``recall.store.usage``) until they turn to another thread: every read here
-lays it over the thread's item, and the list puts that thread where its last turn
-belongs.
 """
 
 from __future__ import annotations
@@ -31,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 from pydantic.alias_generators import to_camel
 
-from recall.domain import clock
-from recall.domain.conversations import TURN_MOVED, ActiveThread, Conversation, with_active
+from recall.domain.conversations import Conversation
 from recall.domain.presets import SettingsChange, ThreadSettings
 from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.settings import Settings
@@ -70,7 +64,6 @@ from recall.store.dynamodb import (
     translate,
 )
 from recall.store.keys import owner_key
-from recall.store.usage import UsageStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -137,8 +130,6 @@ class ConversationStore:
     def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
         self._table = settings.conversations_table
         self._client = client
-        # The member's month item holds what their last turns moved on their active thread.
-        self._usage = UsageStore(settings, client)
 
     @property
     def client(self) -> DynamoDBClient:
@@ -190,23 +181,12 @@ class ConversationStore:
             "ExpressionAttributeNames": {"#sk": "conversationId"},
         }
 
-    def get(
-        self, user_id: str, project_id: str, conversation_id: str, as_saved: bool = False
-    ) -> Conversation | None:
-        """The thread with its policy item and, when it is the member's active thread, what
-        their last turns moved on it (not with ``as_saved``: the thread's item as it is):
-        one ``BatchGetItem`` of the exact keys (the grant for exact keys, ``GetItem``'s
-        batch form, not a Query), then the query of the member's latest usage item."""
-        request = {
-            self._table: {
-                "Keys": thread_keys(user_id, project_id, conversation_id),
-                "ConsistentRead": True,
-            }
-        }
-        thread = thread_from(batch_get(self.client, request).get(self._table, []))
-        if thread is None or as_saved:
-            return thread
-        return with_active(thread, self._usage.active(user_id, project_id, clock.now()))
+    def get(self, user_id: str, project_id: str, conversation_id: str) -> Conversation | None:
+        """The thread with its policy item: one ``BatchGetItem`` of the two exact keys (the
+        grant for exact keys, ``GetItem``'s batch form, not a Query)."""
+        keys = thread_keys(user_id, project_id, conversation_id)
+        request = {self._table: {"Keys": keys, "ConsistentRead": True}}
+        return thread_from(batch_get(self.client, request).get(self._table, []))
 
     def page(
         self,
@@ -218,17 +198,23 @@ class ConversationStore:
         consistent: bool = False,
     ) -> tuple[list[Conversation], str | None]:
         """The caller's threads, most recently updated first. ``consistent``: see every
-        write acknowledged before (the index is local, so it may be read that way).
-
-        The member's active thread sits in the index where its last flush left it (when
-        it became active, or the member's last turn in it before): it is taken out of the
-        page it sits in and put where its last turn places it, read by itself when that
-        place is in this page and its entry is not."""
+        write acknowledged before (the index is local, so it may be read that way)."""
         owner = owner_key(user_id, project_id)
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": BY_RECENCY,
+            "KeyConditionExpression": "#owner = :owner AND begins_with(#recency, :prefix)",
+            "ExpressionAttributeNames": {"#owner": "owner", "#recency": "recency"},
+            "ExpressionAttributeValues": {
+                ":owner": to_value(owner),
+                ":prefix": to_value(ARCHIVED if archived else LIVE),
+            },
+            "ScanIndexForward": False,
+            "Limit": limit,
+            "ConsistentRead": consistent,
+        }
         prefix = ARCHIVED if archived else LIVE
         this_list = list_tag(owner, prefix)
-        above: str | None = None
-        start: dict[str, Any] | None = None
         if cursor:
             start = decode_cursor(cursor, {"list", "recency", "conversationId"})
             if not (
@@ -242,93 +228,26 @@ class ConversationStore:
                     "The cursor belongs to another list; start again without it.",
                     [{"field": "cursor", "message": "from another list"}],
                 )
-            above = start["recency"]
-        active = self._usage.active(user_id, project_id, clock.now())
-        # One more than the page, so a page that loses the active thread's entry to an
-        # earlier page is still full.
-        rows, last = self._listed(owner, prefix, limit + 1, start, consistent)
-        if active is not None:
-            rows = self._placed(rows, active, prefix, above, last, (user_id, project_id))
-        cut = len(rows) > limit
-        rows = rows[:limit]
-        next_cursor = None
-        if cut or last:
-            end = rows[-1][0] if cut else last
-            next_cursor = encode_cursor(
-                {"list": this_list, "recency": end, "conversationId": end.rsplit("#", 1)[1]}
-            )
-        return [row for _, row in rows], next_cursor
-
-    def _listed(
-        self,
-        owner: str,
-        prefix: str,
-        limit: int,
-        start: dict[str, Any] | None = None,
-        consistent: bool = False,
-    ) -> tuple[list[tuple[str, Conversation]], str]:
-        """Up to ``limit`` entries of one list after ``start``, each with its place, and the
-        place the next page starts after (``""``: the list ends here)."""
-        query: dict[str, Any] = {
-            "TableName": self._table,
-            "IndexName": BY_RECENCY,
-            "KeyConditionExpression": "#owner = :owner AND begins_with(#recency, :prefix)",
-            "ExpressionAttributeNames": {"#owner": "owner", "#recency": "recency"},
-            "ExpressionAttributeValues": {":owner": to_value(owner), ":prefix": to_value(prefix)},
-            "ScanIndexForward": False,
-            "Limit": limit,
-            "ConsistentRead": consistent,
-        }
-        if start is not None:
             query["ExclusiveStartKey"] = to_item({"owner": owner, **start})
         result = self.client.query(**query)
-        rows: list[tuple[str, Conversation]] = []
-        for item in result["Items"]:
-            if (row := conversation_from(item)) is not None:
-                rows.append((from_item(item)["recency"], row))
+        rows = [row for row in map(conversation_from, result["Items"]) if row is not None]
         last = result.get("LastEvaluatedKey")
-        return rows, from_item(last)["recency"] if last else ""
-
-    def _placed(
-        self,
-        rows: list[tuple[str, Conversation]],
-        active: ActiveThread,
-        prefix: str,
-        above: str | None,
-        below: str,
-        owner: tuple[str, str],
-    ) -> list[tuple[str, Conversation]]:
-        """The page's rows with the active thread where its last turn puts it, if that is
-        between ``above`` (the cursor's place; ``None``: the list's top) and ``below`` (the
-        page's last entry; ``""``: the list ends here)."""
-        thread_id = active.conversation_id
-        entry = next((row for _, row in rows if row.conversation_id == thread_id), None)
-        rows = [(key, row) for key, row in rows if row.conversation_id != thread_id]
-        # Its place is no lower than its last turn's, nor than its entry's.
-        floor = recency(prefix == ARCHIVED, active.at, thread_id)
-        if above is not None and floor >= above:
-            return rows
-        if entry is None and floor < below:
-            return rows
-        thread = entry or self.get(*owner, thread_id, as_saved=True)
-        if thread is None or thread.archived != (prefix == ARCHIVED):
-            return rows
-        thread = with_active(thread, active)
-        key = recency(thread.archived, thread.updated_at, thread_id)
-        if (above is not None and key >= above) or key < below:
-            return rows
-        return sorted([*rows, (key, thread)], key=lambda row: row[0], reverse=True)
+        next_cursor = None
+        if last:
+            values = from_item(last)
+            next_cursor = encode_cursor(
+                {
+                    "list": this_list,
+                    "recency": values["recency"],
+                    "conversationId": values["conversationId"],
+                }
+            )
+        return rows, next_cursor
 
     def every(self, user_id: str, project_id: str) -> Iterator[Conversation]:
         """Every thread of the caller, live and archived, oldest first (by id), a page
         at a time: what an export reads. A thread's policy item sorts right after it
-        (``#`` sorts before every id character), perhaps on the next page. The member's
-        active thread as their last turns left it."""
-        active = self._usage.active(user_id, project_id, clock.now())
-        for thread in self._every_as_saved(user_id, project_id):
-            yield with_active(thread, active)
-
-    def _every_as_saved(self, user_id: str, project_id: str) -> Iterator[Conversation]:
+        (``#`` sorts before every id character), perhaps on the next page."""
         pages = self.client.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="#owner = :owner",
@@ -353,26 +272,12 @@ class ConversationStore:
         if held is not None and (thread := conversation_from(held)) is not None:
             yield thread
 
-    def newest(self, user_id: str, project_id: str) -> tuple[list[tuple[str, Conversation]], str]:
-        """The top of the live list as the index holds it, for ``latest``: two entries,
-        since one may be the active thread's. Strongly consistent: a turn sent right after
-        another must find its thread."""
-        return self._listed(owner_key(user_id, project_id), LIVE, 2, consistent=True)
-
-    def latest_of(
-        self,
-        user_id: str,
-        project_id: str,
-        newest: tuple[list[tuple[str, Conversation]], str],
-        active: ActiveThread | None,
-    ) -> Conversation | None:
-        """The caller's most recent live thread, from ``newest`` and their active thread
-        (read in the same round trip), reading the active thread's item only when its
-        entry was not among them."""
-        rows, last = newest
-        if active is not None:
-            rows = self._placed(rows, active, LIVE, None, last, (user_id, project_id))
-        return rows[0][1] if rows else None
+    def latest(self, user_id: str, project_id: str) -> Conversation | None:
+        """Strongly consistent: a turn sent right after another must find its thread."""
+        rows, _ = self.page(
+            user_id, project_id, archived=False, limit=1, cursor=None, consistent=True
+        )
+        return rows[0] if rows else None
 
     def update(
         self,
@@ -389,11 +294,10 @@ class ConversationStore:
         had none, put whole if it still has none). ``updatedAt`` moves to ``at``, never
         back past a later one a turn or PATCH wrote meanwhile, and ``recency`` with it,
         under the flag this PATCH sets or, naming none, the flag ``seen`` (and the
-        write's condition) holds. Never touches ``version``: a racing turn still saves.
+        write's condition) holds. Never touches ``lastMessageId``: a racing turn still
+        saves.
         Conflict when the thread changed in a way this depends on: read it and try again.
-        Returns the thread as written, its policy item's parts and what turns move on it
-        (which a PATCH never writes) as ``seen``, read laid over with the member's active
-        thread."""
+        Returns the thread as written, its policy item's parts as ``seen``."""
         flag = seen.archived if archived is None else archived
         update = _Clauses(
             names={**_LIVE_NAMES, "#updatedAt": "updatedAt", "#recency": "recency"},
@@ -433,131 +337,74 @@ class ConversationStore:
                 "preset": seen.preset,
                 "summary": seen.summary,
                 "summary_through": seen.summary_through,
-                **{field: getattr(seen, field) for field in TURN_MOVED},
             }
         )
 
-    def joined_request(
-        self, conversation: Conversation, active: ActiveThread, signals: bool = False
+    def turn_update_request(
+        self,
+        conversation: Conversation,
+        added_messages: int,
+        model: str,
+        updated_at: str,
+        window_start: str | None,
+        last_message_id: str,
+        signals: bool = False,
     ) -> dict[str, Any]:
-        """A turn in a thread that is not the member's active one, for its transaction: the
-        thread's item takes what the turn moved and its place at the top of the list, over
-        the archive flag the turn read (its place follows the flag); it fails if the thread
-        was deleted. From the next turn on, only the member's usage item moves. A user
-        message with preference ``signals`` stamps ``signalsAt``."""
-        clauses = self._moved(active, signals, placed_as=conversation.archived)
-        # The thread as the turn read it: a thread the member left while the turn read it
-        # has had what its turns moved written since, so the turn reads it again.
-        if conversation.last_message_id is None:
-            clauses.conditions.append("attribute_not_exists(#lastMessageId)")
+        """The counters a turn moves and where its window now starts, for the turn's
+        transaction, over the ``lastMessageId`` the turn read: fails if the thread was
+        deleted, or another turn, an archive or unarchive (its place in the list follows
+        the flag) came first. A rename does not stop it. A user message with preference
+        ``signals`` stamps ``signalsAt``."""
+        names = {
+            **_LIVE_NAMES,
+            "#archived": "archived",
+            "#updatedAt": "updatedAt",
+            "#recency": "recency",
+            "#model": "model",
+            "#lastMessageId": "lastMessageId",
+            "#lastTurnAt": "lastTurnAt",
+            "#messageCount": "messageCount",
+            "#turnCount": "turnCount",
+            "#windowStart": "windowStart",
+        }
+        values: dict[str, Any] = {
+            ":updatedAt": updated_at,
+            ":recency": recency(conversation.archived, updated_at, conversation.conversation_id),
+            ":model": model,
+            ":archived": conversation.archived,
+            ":last": last_message_id,
+            ":added": added_messages,
+            ":one": 1,
+        }
+        assignments = (
+            "SET #updatedAt = :updatedAt, #recency = :recency, #model = :model,"
+            " #lastMessageId = :last, #lastTurnAt = :updatedAt"
+        )
+        if window_start is None:
+            window = " REMOVE #windowStart"
         else:
-            clauses.conditions.append("#lastMessageId = :seen")
-            clauses.values[":seen"] = conversation.last_message_id
+            window = ""
+            assignments += ", #windowStart = :start"
+            values[":start"] = window_start
+        if signals:
+            assignments += ", #signalsAt = :updatedAt"
+            names["#signalsAt"] = "signalsAt"
+        # The lock: the newest message the turn read (none on a thread with no turn yet).
+        if conversation.last_message_id is None:
+            seen = "attribute_not_exists(#lastMessageId)"
+        else:
+            seen = "#lastMessageId = :seen"
+            values[":seen"] = conversation.last_message_id
         return {
             "TableName": self._table,
             "Key": conversation_key(
                 conversation.user_id, conversation.project_id, conversation.conversation_id
             ),
-            **clauses.request(),
+            "UpdateExpression": assignments + " ADD #messageCount :added, #turnCount :one" + window,
+            "ConditionExpression": f"{_LIVE} AND #archived = :archived AND {seen}",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {name: to_value(v) for name, v in values.items()},
         }
-
-    def stayed_request(
-        self, conversation: Conversation, at: str, signals: bool = False
-    ) -> dict[str, Any]:
-        """A turn in the member's active thread, for its transaction: a check that the thread
-        is there and not being deleted, which writes nothing; or with preference
-        ``signals``, the stamp alone. Neither writes the archive flag or the list's place,
-        so an archive meanwhile stands without the turn reading it again."""
-        key = conversation_key(
-            conversation.user_id, conversation.project_id, conversation.conversation_id
-        )
-        if not signals:
-            return {
-                "ConditionCheck": {
-                    "TableName": self._table,
-                    "Key": key,
-                    "ConditionExpression": _LIVE,
-                    "ExpressionAttributeNames": _LIVE_NAMES,
-                }
-            }
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": key,
-                "UpdateExpression": "SET #signalsAt = :at",
-                "ConditionExpression": _LIVE,
-                "ExpressionAttributeNames": {**_LIVE_NAMES, "#signalsAt": "signalsAt"},
-                "ExpressionAttributeValues": {":at": to_value(at)},
-            }
-        }
-
-    def left_request(
-        self, user_id: str, project_id: str, active: ActiveThread, placed: bool = True
-    ) -> dict[str, Any]:
-        """The member turned to another thread: the one they leave takes what its turns
-        moved while it was active, for the turn's transaction. ``placed``: also its place
-        in the list at its last turn, only over a live (not archived) thread nothing has
-        moved later; refused, the turn reads the thread and leaves it again with
-        ``placed`` off (its place already later, or archived) or not at all (gone)."""
-        clauses = self._moved(active, placed_as=False if placed else None)
-        if placed:
-            clauses.conditions.append("#updatedAt <= :at")
-        return {
-            "TableName": self._table,
-            "Key": conversation_key(user_id, project_id, active.conversation_id),
-            **clauses.request(),
-        }
-
-    def _moved(
-        self, active: ActiveThread, signals: bool = False, placed_as: bool | None = None
-    ) -> _Clauses:
-        """What a thread's turns moved, onto its item while it is there and not being
-        deleted. ``placed_as``: its place in the list at its last turn too, under that
-        archive flag, which the thread must still have (``None``: counters only)."""
-        clauses = _Clauses(
-            names={
-                **_LIVE_NAMES,
-                "#lastMessageId": "lastMessageId",
-                "#lastTurnAt": "lastTurnAt",
-                "#messageCount": "messageCount",
-                "#turnCount": "turnCount",
-                "#windowStart": "windowStart",
-            },
-            values={
-                ":at": active.at,
-                ":last": active.last_message_id,
-                ":messages": active.message_count,
-                ":turns": active.turn_count,
-            },
-            assignments=[
-                "#lastMessageId = :last",
-                "#lastTurnAt = :at",
-                "#messageCount = :messages",
-                "#turnCount = :turns",
-            ],
-            conditions=[_LIVE],
-        )
-        if active.model is not None:
-            clauses.names["#model"] = "model"
-            clauses.values[":model"] = active.model
-            clauses.assignments.append("#model = :model")
-        if active.window_start is None:
-            clauses.removals.append("#windowStart")
-        else:
-            clauses.values[":start"] = active.window_start
-            clauses.assignments.append("#windowStart = :start")
-        if placed_as is not None:
-            clauses.names.update(
-                {"#archived": "archived", "#updatedAt": "updatedAt", "#recency": "recency"}
-            )
-            clauses.values[":archived"] = placed_as
-            clauses.values[":recency"] = recency(placed_as, active.at, active.conversation_id)
-            clauses.assignments += ["#updatedAt = :at", "#recency = :recency"]
-            clauses.conditions.append("#archived = :archived")
-        if signals:
-            clauses.names["#signalsAt"] = "signalsAt"
-            clauses.assignments.append("#signalsAt = :at")
-        return clauses
 
     def signals_read(self, user_id: str, project_id: str, conversation_id: str, seen: str) -> bool:
         """An extraction read the thread as it was at ``seen`` (its ``signalsAt``): clear
@@ -607,10 +454,7 @@ class ConversationStore:
     def count_added_messages(
         self, user_id: str, project_id: str, conversation_id: str, added: int
     ) -> None:
-        """Count messages saved outside a turn (seeded or backfilled) on their thread, or
-        where its turns' counts are while it is the member's active thread."""
-        if self._usage.count_added(user_id, project_id, conversation_id, added):
-            return
+        """Count messages saved outside a turn (seeded or backfilled) on their thread."""
         self._update_live(
             user_id,
             project_id,
@@ -764,15 +608,9 @@ class ConversationStore:
         self.client.delete_item(TableName=self._table, Key=policy_key(*place))
         return True
 
-    def delete(
-        self, user_id: str, project_id: str, conversation_id: str, unname: bool = True
-    ) -> None:
-        """Its name on the member's usage item if it is their active thread (not with
-        ``unname`` off: an erasure deletes the usage items itself), then both items of the
-        thread, its policy item first: a delete that stops between any two leaves the
-        thread's item, and a retry finds it."""
-        if unname:
-            self._usage.forget(user_id, project_id, conversation_id)
+    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
+        """Both items of the thread, its policy item first: a delete that stops between
+        the two leaves the thread's item, and a retry finds it."""
         for key in reversed(thread_keys(user_id, project_id, conversation_id)):
             self.client.delete_item(TableName=self._table, Key=key)
 

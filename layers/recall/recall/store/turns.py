@@ -5,19 +5,19 @@ and reads that transaction's cancellation reasons."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from recall.domain import clock
 from recall.domain.access import Role
-from recall.domain.conversations import ActiveThread, Conversation, with_active
+from recall.domain.conversations import Conversation
 from recall.domain.messages import Message
 from recall.domain.presets import Preset
 from recall.domain.projects import Project
-from recall.domain.usage import Budget, Counts, MemberUsage
+from recall.domain.usage import Budget, Counts, MemberUsage, month_of
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.store.conversation_items import thread_from, thread_keys
 from recall.store.conversations import ConversationStore
@@ -47,25 +47,12 @@ _FAILED = "ConditionalCheckFailed"
 class TurnReads:
     project: Project | None
     role: Role | None
-    # As the member's last turns left it, when it is their active thread.
     conversation: Conversation | None
     # The preset a new thread starts from, read in the same request (None: none asked).
     preset: Preset | None = None
-    # The caller's budget, on their member item, and their counters for the month, with
-    # their active thread.
+    # The caller's budget, on their member item, and their counters for the month.
     budget: Budget | None = None
     usage: MemberUsage | None = None
-
-
-class Leaving(StrEnum):
-    """How a turn that makes its thread the member's active one leaves the thread that was."""
-
-    # Its counters and its place in the list, as its last turn left them.
-    PLACED = "placed"
-    # Its counters only: something later (a rename, an archive) has its place already.
-    COUNTED = "counted"
-    # Not at all: it is gone.
-    GONE = "gone"
 
 
 @dataclass
@@ -79,27 +66,26 @@ class TurnUsage:
 
 @dataclass
 class SavedTurn:
-    """What one turn adds to its thread, saved together or not at all: its messages, what
-    it moves on the thread (``active``: kept on the member's usage item, counted over the
-    version the turn read), and the memory its tools changed. Only a turn that starts a
-    session counts one toward consolidation."""
+    """What one turn adds to its thread, saved together or not at all: its messages, the
+    thread's counters and window start over the version the turn read, and the memory its
+    tools changed. Only a turn that starts a session counts one toward consolidation."""
 
     conversation: Conversation
     messages: list[Message]
-    active: ActiveThread
+    window_start: str | None
     session_started: bool
+    model_id: str
     at: str
-    usage: TurnUsage
     memory: TurnMemoryWrites | None = None
+    usage: TurnUsage | None = None
     # The user's message carries preference signals: the thread is stamped due extraction.
     signals: bool = False
-    leaving: Leaving = Leaving.PLACED
 
 
 class ConversationChanged(Conflict):
-    """The thread was archived or unarchived while the turn ran, or the member left it
-    while the turn read it: save again over it as it is now, so none writes back a flag or
-    counters it read before."""
+    """Another turn saved first, or the thread was archived or unarchived while the turn
+    ran: save again over it as it is now, so turns land in order and none writes back a
+    flag it read before the model."""
 
     def __init__(self, conversation: Conversation) -> None:
         super().__init__("The conversation changed meanwhile.")
@@ -107,21 +93,11 @@ class ConversationChanged(Conflict):
 
 
 class UsageChanged(Conflict):
-    """Another turn of the caller's saved meanwhile (their usage item is the lock of all
-    their turns), perhaps in this thread: read the thread, its window and the counters
-    again and save again."""
+    """Another turn of the caller's moved their counters to a new day meanwhile: read
+    them again and count again."""
 
     def __init__(self) -> None:
         super().__init__("The caller's usage changed meanwhile.")
-
-
-class LeftThreadChanged(Conflict):
-    """The thread the member leaves was renamed, archived or deleted since its last turn:
-    leave it as ``leaving`` says."""
-
-    def __init__(self, leaving: Leaving) -> None:
-        super().__init__("The thread the member leaves changed meanwhile.")
-        self.leaving = leaving
 
 
 class MemoryChanged(Conflict):
@@ -169,14 +145,21 @@ class TurnStore:
         project_id: str,
         conversation_id: str | None,
         preset_id: str | None = None,
+        now: datetime | None = None,
     ) -> TurnReads:
-        """The project, the caller's role and budget and, with a thread, the thread as
-        saved, or with a preset for a new thread, the preset: one request."""
+        """The project, the caller's role and budget, their counters for the month of
+        ``now`` and, with a thread, the thread, or with a preset for a new thread, the
+        preset: one request."""
+        month = month_of(now or clock.now())
         project_keys = self._projects.project_and_role_keys(project_id, user_id)
         if preset_id:
             project_keys.append(preset_key(project_id, preset_id))
         request: dict[str, Any] = {
             self._projects.table: {"Keys": project_keys, "ConsistentRead": True},
+            self._usage.table: {
+                "Keys": [self._usage.month_key(user_id, project_id, month)],
+                "ConsistentRead": True,
+            },
         }
         if conversation_id:
             request[self._conversations.table] = {
@@ -189,53 +172,28 @@ class TurnStore:
         project, role, budget = self._projects.read_project_and_role(
             [item for item in project_items if not is_preset_item(from_item(item))]
         )
+        counters = found.get(self._usage.table, [])
         return TurnReads(
             project=project,
             role=role,
             conversation=thread_from(found.get(self._conversations.table, [])),
             preset=preset_from(presets[0]) if presets else None,
             budget=budget,
+            usage=self._usage.member_usage(counters[0] if counters else None, month),
         )
 
     def usage(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
-        """The caller's counters for the month of ``now`` and their active thread: one
-        query, sent beside ``read``'s batch."""
         return self._usage.get(user_id, project_id, now)
 
-    @staticmethod
-    def with_usage(reads: TurnReads, usage: MemberUsage) -> TurnReads:
-        """``read``'s answer with the counters, its thread as the member's last turns left
-        it."""
-        thread = reads.conversation
-        return replace(
-            reads, usage=usage, conversation=with_active(thread, usage.active) if thread else None
-        )
-
-    def reread(
-        self, user_id: str, project_id: str, conversation_id: str, now: datetime
-    ) -> tuple[Conversation | None, MemberUsage]:
-        """The thread and the caller's counters again, after a save lost a race, the thread
-        laid over with the usage item the save goes over. The counters are read first: a
-        turn that lands between the two reads moves them, so the save is refused again
-        rather than made over a thread older than its counters."""
-        usage = self.usage(user_id, project_id, now)
-        thread = self._conversations.get(user_id, project_id, conversation_id, as_saved=True)
-        return with_active(thread, usage.active) if thread else None, usage
-
     def save(self, turn: SavedTurn) -> None:
-        """Everything a turn saves, in one transaction: its messages; the caller's counters
-        with what the turn moved on its thread, over the version of their usage item the
-        turn read (the lock of all their turns); a check that the thread is still there,
-        or, when the turn makes it the member's active thread, its item brought up to date
-        over the archive flag the turn read and the thread they leave given what its turns
-        moved; the memory its tools changed with their counters; for a new session one more
-        session toward the consolidation gate; and a check that the caller may still edit.
-        Only what is new is written: nothing that grows with the window or the thread, and
-        in the active thread no item but the usage item. Refusals are read item by item:
-        ``NotFound`` for a deleted thread, ``ConversationChanged``, ``UsageChanged``,
-        ``LeftThreadChanged``, ``Forbidden``, ``MemoryChanged``; an item another
-        transaction held at that moment is read again the same way, or else
-        ``TurnCollided``."""
+        """Everything a turn saves, in one transaction: its messages, the thread's counters
+        and window start over the version the turn read, the memory its tools changed with
+        their counters, for a new session one more session toward the consolidation gate,
+        and a check that the caller may still edit. Only what is new is written: nothing
+        that grows with the window or the thread. Refusals are read item by item:
+        ``NotFound`` for a deleted thread, ``ConversationChanged``, ``Forbidden``,
+        ``MemoryChanged``; an item another transaction held at that moment is read again
+        the same way, or else ``TurnCollided``."""
         conversation = turn.conversation
         owner = (conversation.user_id, conversation.project_id, conversation.conversation_id)
         memory = turn.memory
@@ -249,30 +207,20 @@ class TurnStore:
 
         for message in turn.messages:
             add("message", {"Put": self._messages.put_request(*owner, message)})
-        counted = turn.usage
-        was = counted.read.active
-        if was is not None and was.conversation_id == conversation.conversation_id:
-            add(
-                "conversation",
-                self._conversations.stayed_request(conversation, turn.at, turn.signals),
-            )
-        else:
-            add(
-                "conversation",
-                {
-                    "Update": self._conversations.joined_request(
-                        conversation, turn.active, turn.signals
-                    )
-                },
-            )
-            if was is not None and turn.leaving != Leaving.GONE:
-                left = self._conversations.left_request(
-                    conversation.user_id,
-                    conversation.project_id,
-                    was,
-                    placed=turn.leaving == Leaving.PLACED,
+        add(
+            "conversation",
+            {
+                "Update": self._conversations.turn_update_request(
+                    conversation,
+                    len(turn.messages),
+                    turn.model_id,
+                    turn.at,
+                    turn.window_start,
+                    turn.messages[-1].message_id,
+                    turn.signals,
                 )
-                add("left", {"Update": left})
+            },
+        )
         if turn.session_started:
             started = self._upkeep.session_started_request(
                 conversation.user_id, conversation.project_id, turn.at, moves.pop(None, None)
@@ -291,15 +239,16 @@ class TurnStore:
                 add("memory", item)
             for scope, move in moves.items():
                 add(_count_part(scope), move.update(memory.table))
-        for item in self._usage.turn_writes(
-            conversation.user_id,
-            conversation.project_id,
-            counted.read,
-            counted.counts,
-            counted.now,
-            turn.active,
-        ):
-            add("usage", item)
+        if turn.usage is not None:
+            counted = turn.usage
+            for item in self._usage.turn_writes(
+                conversation.user_id,
+                conversation.project_id,
+                counted.read,
+                counted.counts,
+                counted.now,
+            ):
+                add("usage", item)
         try:
             self.client.transact_write_items(TransactItems=items)
         except ClientError as exc:
@@ -319,17 +268,8 @@ class TurnStore:
                 raise Forbidden(
                     "Your role on this project changed: you can no longer chat here."
                 ) from exc
-            # Counters moved first: the thread the turn leaves may be another now.
-            if "usage" in failed | met or "left" in met:
+            if "usage" in failed | met:
                 raise UsageChanged() from exc
-            if "left" in failed and was is not None:
-                left_now = self._conversations.get(
-                    conversation.user_id,
-                    conversation.project_id,
-                    was.conversation_id,
-                    as_saved=True,
-                )
-                raise LeftThreadChanged(Leaving.COUNTED if left_now else Leaving.GONE) from exc
             full = {_scope_of(part) for part in failed if part.startswith(_COUNT)}
             if full or any(part == "memory" or part.startswith(_COUNT) for part in failed | met):
                 raise MemoryChanged(full) from exc

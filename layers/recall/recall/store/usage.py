@@ -11,27 +11,19 @@ after their period.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
-from recall.domain.conversations import ActiveThread
 from recall.domain.usage import Counts, MemberUsage, day_of, month_of
-from recall.errors import Conflict
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
-    StoredItem,
     batch_get,
     delete_found,
     dynamodb_client,
-    error_code,
     from_item,
     to_item,
     to_value,
-    translate,
 )
 from recall.store.keys import SEPARATOR, owner_key
 
@@ -52,28 +44,6 @@ _COUNTERS = {
     "toolRounds": "tool_rounds",
 }
 _DAY_PREFIX = "day"
-ACTIVE = "active"
-VERSION = "version"
-
-
-class ActiveItem(StoredItem, ActiveThread):
-    """The active thread as the month item holds it, in ``active``."""
-
-
-def active_value(active: ActiveThread) -> Any:
-    return {"M": ActiveItem.model_validate(active.model_dump()).item()}
-
-
-def active_from(values: dict[str, Any]) -> ActiveThread | None:
-    kept = values.get(ACTIVE)
-    return ActiveItem.model_validate(kept) if kept else None
-
-
-def _version_condition(version: int) -> str:
-    """An item saved before versions were kept has none: it reads as 0."""
-    if version == 0:
-        return "(#version = :version OR attribute_not_exists(#version))"
-    return "#version = :version"
 
 
 def _day_name(attribute: str) -> str:
@@ -108,7 +78,6 @@ class UsageStore:
     def __init__(self, settings: Settings, client: DynamoDBClient | None = None) -> None:
         self._table = settings.usage_table
         self._kept = timedelta(days=settings.usage_kept_days)
-        self._attempts = settings.turn_retry_max
         self._client = client
 
     @property
@@ -122,130 +91,37 @@ class UsageStore:
     def month_key(self, user_id: str, project_id: str, month: str) -> Item:
         return to_item({OWNER: owner_key(user_id, project_id), PERIOD: MONTH + month})
 
-    def latest_request(self, user_id: str, project_id: str) -> dict[str, Any]:
-        """The query of the member's latest month item: this month's when they have one,
-        else the one that holds their active thread, however old. Strongly consistent: a
-        turn whose count lost a race reads what won."""
-        return {
-            "TableName": self._table,
-            "KeyConditionExpression": "#owner = :owner AND begins_with(#period, :month)",
-            "ExpressionAttributeNames": {"#owner": OWNER, "#period": PERIOD},
-            "ExpressionAttributeValues": {
-                ":owner": to_value(owner_key(user_id, project_id)),
-                ":month": to_value(MONTH),
-            },
-            "ScanIndexForward": False,
-            "Limit": 1,
-            "ConsistentRead": True,
-        }
-
-    def member_usage(self, found: list[Item], month: str) -> MemberUsage:
-        """The member's counters for ``month`` and their active thread, from what
-        ``latest_request`` found."""
-        if not found:
+    def member_usage(self, item: Item | None, month: str) -> MemberUsage:
+        if item is None:
             return MemberUsage(month=month)
-        values = from_item(found[0])
-        latest = str(values[PERIOD]).removeprefix(MONTH)
-        held = MemberUsage(
+        values = from_item(item)
+        return MemberUsage(
             month=month,
-            latest_month=latest,
-            version=int(values.get(VERSION, 0)),
-            active=active_from(values),
-        )
-        if not held.exists:
-            return held
-        return replace(
-            held,
             month_counts=counts_from(values),
             day=values.get("day"),
             day_counts=counts_from(values, day=True),
         )
 
     def get(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
-        found = self.client.query(**self.latest_request(user_id, project_id))["Items"]
-        return self.member_usage(found, month_of(now))
-
-    def active(self, user_id: str, project_id: str, now: datetime) -> ActiveThread | None:
-        """The thread the member last talked in, as its last turns left it."""
-        return self.get(user_id, project_id, now).active
-
-    def forget(self, user_id: str, project_id: str, conversation_id: str) -> None:
-        """A deleted thread leaves no trace here: the member's usage item stops naming it
-        as their active thread."""
-        self._on_active(user_id, project_id, conversation_id, "REMOVE #active", {}, {})
-
-    def count_added(self, user_id: str, project_id: str, conversation_id: str, added: int) -> bool:
-        """Count messages saved outside a turn on the member's active thread; ``False``
-        when it is not their active thread (its item counts them)."""
-        return self._on_active(
-            user_id,
-            project_id,
-            conversation_id,
-            "ADD #active.#count :added",
-            {"#count": "messageCount"},
-            {":added": to_value(added)},
-        )
-
-    def _on_active(
-        self,
-        user_id: str,
-        project_id: str,
-        conversation_id: str,
-        expression: str,
-        names: dict[str, str],
-        values: dict[str, Any],
-    ) -> bool:
-        """One update of the member's latest usage item while it names the thread as their
-        active one, over the version read (another turn of theirs saved meanwhile: read
-        again); ``False`` when it does not name it."""
-        for _ in range(self._attempts):
-            found = self.client.query(**self.latest_request(user_id, project_id))["Items"]
-            kept = from_item(found[0]) if found else {}
-            active = active_from(kept)
-            if active is None or active.conversation_id != conversation_id:
-                return False
-            version = int(kept.get(VERSION, 0))
-            try:
-                self.client.update_item(
-                    TableName=self._table,
-                    Key={OWNER: found[0][OWNER], PERIOD: found[0][PERIOD]},
-                    UpdateExpression=f"SET #version = :next {expression}",
-                    ConditionExpression=_version_condition(version),
-                    ExpressionAttributeNames={"#active": ACTIVE, "#version": VERSION, **names},
-                    ExpressionAttributeValues={
-                        ":version": to_value(version),
-                        ":next": to_value(version + 1),
-                        **values,
-                    },
-                )
-                return True
-            except ClientError as exc:
-                if error_code(exc) != "ConditionalCheckFailedException":
-                    raise translate(exc) from exc
-        raise Conflict("The member's usage kept changing meanwhile; try again.")
+        """Strongly consistent: a turn whose count lost a race reads what won."""
+        month = month_of(now)
+        item = self.client.get_item(
+            TableName=self._table,
+            Key=self.month_key(user_id, project_id, month),
+            ConsistentRead=True,
+        ).get("Item")
+        return self.member_usage(item, month)
 
     def _expires(self, now: datetime) -> int:
         return int((now + self._kept).timestamp())
 
     def turn_writes(
-        self,
-        user_id: str,
-        project_id: str,
-        read: MemberUsage,
-        counts: Counts,
-        now: datetime,
-        active: ActiveThread,
+        self, user_id: str, project_id: str, read: MemberUsage, counts: Counts, now: datetime
     ) -> list[dict[str, Any]]:
-        """A turn's count, for its transaction: one update of the month item over the
-        version it read, which also takes the turn's thread as the member's active one. On
-        the month's first turn of a later day, the finished day is put apart and the day's
-        counters start from this turn; on the month's first turn, the active thread moves off
-        the item of the month that held it. Refused (the transaction's condition) when
-        another turn of the member saved meanwhile: read again and count again.
-
-        The item holding the active thread has no expiry: readers find the thread's state
-        there however long the member is away. It expires once a later month's item takes
-        the thread over."""
+        """A turn's count, for its transaction: one update of the month item over the day it
+        read. On the month's first turn of a later day, the finished day is put apart and
+        the day's counters start from this turn. Refused (the transaction's condition) when
+        another turn moved the day meanwhile: read again and count again."""
         today, month = day_of(now), month_of(now)
         names = {
             **_MONTH_NAMES,
@@ -254,84 +130,45 @@ class UsageStore:
             "#models": "models",
             "#dayModels": "dayModels",
             "#exp": EXPIRES,
-            "#active": ACTIVE,
-            "#version": VERSION,
         }
-        same = read.month == month and read.exists
         values = {
             **_values(counts),
             ":day": to_value(today),
             ":models": {"SS": sorted(counts.models)},
-            ":active": active_value(active),
-            ":next": to_value(read.version + 1 if same else 1),
+            ":exp": to_value(self._expires(now)),
         }
         # The day the month item counted last, when this turn is the first of a later one.
-        finished = read.day if same and read.day not in (None, today) else None
-        kept = "#active = :active, #version = :next"
+        finished = read.day if read.month == month and read.day not in (None, today) else None
         if finished is None:
             expression = (
-                f"SET #day = :day, {kept} "
+                f"SET #day = :day, #exp = :exp "
                 f"ADD {_ADD_MONTH}, {_ADD_DAY}, #models :models, #dayModels :models"
             )
+            condition = "attribute_not_exists(#owner) OR #day = :day"
+            names["#owner"] = OWNER
         else:
             expression = (
-                f"SET #day = :day, {kept}, {_SET_DAY}, #dayModels = :models "
+                f"SET #day = :day, #exp = :exp, {_SET_DAY}, #dayModels = :models "
                 f"ADD {_ADD_MONTH}, #models :models"
             )
-        expression += " REMOVE #exp"
-        if same:
-            condition = _version_condition(read.version)
-            values[":version"] = to_value(read.version)
-        else:
-            condition = "attribute_not_exists(#owner)"
-            names["#owner"] = OWNER
-        writes: list[dict[str, Any]] = [
-            {
-                "Update": {
-                    "TableName": self._table,
-                    "Key": self.month_key(user_id, project_id, month),
-                    "UpdateExpression": expression,
-                    "ConditionExpression": condition,
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": values,
-                }
-            }
-        ]
-        if finished is not None:
-            day = self._counts_item(
-                owner_key(user_id, project_id), DAY + finished, read.day_counts, now
-            )
-            writes.append({"Put": {"TableName": self._table, "Item": day}})
-        if read.latest_month is not None and read.latest_month != month:
-            writes.append(self._moved_off(user_id, project_id, read, now))
-        return writes
-
-    def _moved_off(
-        self, user_id: str, project_id: str, read: MemberUsage, now: datetime
-    ) -> dict[str, Any]:
-        """The earlier month's item gives up the active thread (over the version the turn
-        read, so a turn still saving into that month comes first) and starts to expire."""
-        assert read.latest_month is not None
-        return {
+            condition = "#day = :before"
+            values[":before"] = to_value(finished)
+        update = {
             "Update": {
                 "TableName": self._table,
-                "Key": self.month_key(user_id, project_id, read.latest_month),
-                "UpdateExpression": "SET #exp = :exp, #version = :next REMOVE #active",
-                "ConditionExpression": f"attribute_exists(#owner) AND "
-                f"{_version_condition(read.version)}",
-                "ExpressionAttributeNames": {
-                    "#owner": OWNER,
-                    "#exp": EXPIRES,
-                    "#active": ACTIVE,
-                    "#version": VERSION,
-                },
-                "ExpressionAttributeValues": {
-                    ":exp": to_value(self._expires(now)),
-                    ":next": to_value(read.version + 1),
-                    ":version": to_value(read.version),
-                },
+                "Key": self.month_key(user_id, project_id, month),
+                "UpdateExpression": expression,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
             }
         }
+        if finished is None:
+            return [update]
+        day = self._counts_item(
+            owner_key(user_id, project_id), DAY + finished, read.day_counts, now
+        )
+        return [update, {"Put": {"TableName": self._table, "Item": day}}]
 
     def _counts_item(self, owner: str, period: str, counts: Counts, now: datetime) -> Item:
         values: dict[str, Any] = {OWNER: owner, PERIOD: period, EXPIRES: self._expires(now)}
