@@ -1,8 +1,9 @@
 """Projects and members: POST/GET /projects, GET/PATCH/DELETE /projects/{projectId},
 GET /projects/{projectId}/members, PUT/DELETE /projects/{projectId}/members/{userId},
 PUT /projects/{projectId}/members/{userId}/budget, GET /projects/{projectId}/usage,
-DELETE /projects/{projectId}/me, and the project's presets: GET/POST
-/projects/{projectId}/presets, GET/PATCH/DELETE /projects/{projectId}/presets/{presetId}."""
+GET /projects/{projectId}/sessions, DELETE /projects/{projectId}/me, and the project's
+presets: GET/POST /projects/{projectId}/presets, GET/PATCH/DELETE
+/projects/{projectId}/presets/{presetId}."""
 
 from __future__ import annotations
 
@@ -32,13 +33,26 @@ from recall.api.models import (
     UpdateProjectRequest,
 )
 from recall.api.presets import CreatePresetRequest, PresetList, PresetView, UpdatePresetRequest
-from recall.api.usage import BudgetBody, MemberBudgetView, UsageReportView
+from recall.api.usage import (
+    BudgetBody,
+    MemberBudgetView,
+    SessionList,
+    SessionView,
+    UsageReportView,
+)
 from recall.cold_start import loaded
+from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.usage import Period
 from recall.observability import logger, metrics, tracer
 from recall.settings import get_settings
-from recall.wiring import erasure_service, preset_service, project_service, usage_service
+from recall.wiring import (
+    erasure_service,
+    preset_service,
+    project_service,
+    session_service,
+    usage_service,
+)
 
 app = new_resolver()
 
@@ -128,6 +142,27 @@ def get_usage(
     caller = caller_id(app)
     report = usage_service().report(caller, projectId, period, date)
     return UsageReportView.of(projectId, caller, report)
+
+
+@app.get("/projects/<projectId>/sessions")
+def list_sessions(
+    projectId: str,
+    limit: Annotated[int | None, page_limit("sessions_page_max")] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> SessionList:
+    """The caller's sessions in the project: the live one first, then ended ones, newest
+    first."""
+    settings = get_settings()
+    sessions, next_cursor = session_service().page(
+        caller_id(app),
+        projectId,
+        page_size(limit, settings.sessions_page_default, settings.sessions_page_max),
+        cursor,
+        clock.now(),
+    )
+    return SessionList(
+        sessions=[SessionView.of(session) for session in sessions], next_cursor=next_cursor
+    )
 
 
 @app.delete("/projects/<projectId>/me")

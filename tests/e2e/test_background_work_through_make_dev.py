@@ -1,12 +1,9 @@
 """The background work of ``make dev``, end to end: ``python -m local.server`` in a
 subprocess with every duration shortened through its environment, driven over real HTTP.
-The schedules' timer prunes a session item left behind and expires a memory entry, and the
-worker draining the queue writes a thread's rolling summary; ``make job`` reaches the same
-server.
-
-What has no API route (a session item) is written to and read from the embedded store whose
-endpoint the server prints when it starts. Every wait has a deadline of a few seconds, and
-the server is always terminated (killed if it will not stop)."""
+The schedules' timer ends an idle session and expires a memory entry, and the worker
+draining the queue writes a thread's rolling summary; ``make job`` reaches the same server.
+Every wait has a deadline of a few seconds, and the server is always terminated (killed if
+it will not stop)."""
 
 from __future__ import annotations
 
@@ -17,20 +14,17 @@ import subprocess
 import sys
 import uuid
 
-import boto3
 import pytest
 
 from local import template
-from recall.domain import clock
-from recall.settings import get_settings
 from tests.conftest import wait_for
 from tests.e2e.conftest import Caller, DevServer, dev_process
-from tests.integration.conftest import session_left_behind
 
 pytestmark = pytest.mark.e2e
 
 SHORT = {
     "SESSION_IDLE_SECONDS": "3",
+    "SESSION_END_GRACE_SECONDS": "0",
     "LOCAL_SCHEDULE_SECONDS": "1",
     "WINDOW_MESSAGES": "4",
     "WINDOW_EVICT_STEP": "0",
@@ -65,31 +59,37 @@ def chat(user: Caller, project: str, message: str, thread: str | None = None) ->
     return conversation
 
 
-def test_a_session_item_left_behind_is_pruned_once_idle_past_session_idle_seconds(
+def test_a_session_starts_with_a_turn_ends_when_idle_and_the_next_turn_starts_another(
     dev_server: DevServer, user: Caller
 ) -> None:
-    # Given: a thread, and a session item as turns wrote them before the window moved to
-    # the Messages table, put in the embedded store the server printed
-    sessions = boto3.client("dynamodb", endpoint_url=dev_server.store, region_name="us-east-1")
+    # Given a member's first turn in a project: it starts a session, listed live
     project = new_project(user)
+    listed = f"/projects/{project}/sessions"
     thread = chat(user, project, "Hello there")
-    settings = get_settings().model_copy(
-        update={"session_idle_seconds": int(SHORT["SESSION_IDLE_SECONDS"])}
+    chat(user, project, "And hello again", thread)
+    (live,) = user.get(listed).body["sessions"]
+    assert (live["live"], live["endedAt"], live["turns"]) == (True, None, 2)
+    assert live["tokens"] > 0
+
+    def ended() -> list[dict[str, object]]:
+        sessions: list[dict[str, object]] = user.get(listed).body["sessions"]
+        return sessions if not sessions[0]["live"] else []
+
+    # When SESSION_IDLE_SECONDS pass with no turn, the prune-sessions schedule ends it
+    (record,) = wait_for(ended, 15, "the idle session ended by the schedule")
+    assert (record["startedAt"], record["turns"], record["tokens"]) == (
+        live["startedAt"],
+        2,
+        live["tokens"],
     )
-    now = clock.stamp(clock.now())
-    item = session_left_behind(settings, user.sub or "", project, thread, now)
-    sessions.put_item(TableName="SessionsTable", Item=item)
-
-    def session_exists() -> bool:
-        found = sessions.get_item(TableName="SessionsTable", Key={"thread": item["thread"]})
-        return "Item" in found
-
-    assert session_exists()
-    # When: SESSION_IDLE_SECONDS pass
-    # Then: the prune-sessions schedule deletes it; the thread itself stays
-    wait_for(lambda: not session_exists(), 10, "the idle session pruned")
-    assert user.get(f"/projects/{project}/conversations/{thread}").status == 200
+    assert record["endedAt"] > record["lastTurnAt"] == live["lastTurnAt"]
     assert any("prune-sessions" in line for line in dev_server.lines)
+    # Then a turn after that starts a new one, listed first
+    chat(user, project, "Back again", thread)
+    newest, older = user.get(listed).body["sessions"]
+    assert (newest["live"], newest["turns"]) == (True, 1)
+    assert newest["startedAt"] > record["endedAt"]
+    assert older == record
 
 
 def test_a_memory_entry_past_its_expiry_gets_an_expired_record(

@@ -4,7 +4,6 @@ fresh users, over the run's one embedded DynamoDB."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 import json
 import threading
 from typing import Any
@@ -14,12 +13,12 @@ import boto3
 import pytest
 
 from local import background, embedded, runtime
-from recall.domain import clock
+from recall.domain.sessions import SessionStep, SessionTally
 from recall.settings import Settings, get_settings
-from recall.store.dynamodb import dynamodb_client, to_item
+from recall.store.dynamodb import dynamodb_client
 from recall.store.exports import export_prefix, s3_client
 from recall.store.idempotency import persistence_layer
-from recall.store.keys import due_bucket, thread_key
+from recall.store.sessions import SessionStore
 from recall.wiring import data_service
 from tests.integration.aws_limits import AwsLimits, S3Limits, key_limits
 
@@ -208,21 +207,11 @@ def exported_objects(user: str, project: str) -> list[str]:
     return [found["Key"] for found in listed.get("Contents", [])]
 
 
-def session_left_behind(
-    settings: Settings, user_id: str, project_id: str, conversation_id: str, updated_at: str
+def live_session_item(
+    settings: Settings, user_id: str, project_id: str, started_at: str
 ) -> dict[str, Any]:
-    """A Sessions item as turns wrote it before the window moved to the Messages table
-    (its window left out): what the prune job and a thread's delete still find."""
-    thread = thread_key(user_id, project_id, conversation_id)
-    due = clock.parse(updated_at) + timedelta(seconds=settings.session_idle_seconds)
-    due_at = clock.stamp(due)
-    return to_item(
-        {
-            "thread": thread,
-            "version": 1,
-            "updatedAt": updated_at,
-            "ttl": int(due.timestamp()),
-            "dueBucket": due_bucket(thread, due_at, settings.due_shards),
-            "dueAt": due_at,
-        }
-    )
+    """A live session's item as the turn that started it at ``started_at`` puts it."""
+    tally = SessionTally(started_at, started_at, 1, 10)
+    step = SessionStep(tally, None, carried=False, started=True, ends=None)
+    item: dict[str, Any] = SessionStore(settings).start_request(user_id, project_id, step)["Item"]
+    return item

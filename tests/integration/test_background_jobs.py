@@ -21,9 +21,11 @@ from recall.domain.memory import Action, Category, MemoryEntry, Scope, Source
 from recall.domain.messages import Message, MessageRole
 from recall.domain.prompt import ModelReply, ModelRequest, ModelThrottled
 from recall.errors import Throttled, Unavailable
+from recall.services.access import ProjectAccess
 from recall.services.consolidation import ConsolidationService
 from recall.services.extraction import ExtractionService, MemoryExtractor, RuleExtractor
 from recall.services.maintenance import Maintenance
+from recall.services.sessions import SessionService
 from recall.services.summaries import (
     ExtractiveSummarizer,
     ModelSummarizer,
@@ -37,8 +39,9 @@ from recall.store.dynamodb import dynamodb_client, to_value
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
+from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore
-from tests.integration.conftest import session_left_behind
+from recall.store.usage import UsageStore
 from tests.integration.fault_injection import ALWAYS, THROTTLES, injected, no_backoff_sleep
 
 NOW = datetime.fromisoformat("2025-06-02T12:00:00+00:00")
@@ -77,7 +80,6 @@ class Recall:
         self.project = new_id()
         self.conversations = ConversationStore(settings)
         self.messages = MessageStore(settings)
-        self.sessions = SessionStore(settings)
         self.memories = MemoryStore(settings)
         self.upkeep = MemoryUpkeep(settings)
         self.queue = Queued()
@@ -104,7 +106,17 @@ class Recall:
             self.queue,  # type: ignore[arg-type]
         )
         self.maintenance = Maintenance(
-            self.sessions, self.memories, self.upkeep, self.consolidation
+            SessionService(
+                settings,
+                ProjectAccess(ProjectStore(settings)),
+                SessionStore(settings),
+                UsageStore(settings),
+                self.conversations,
+                self.queue,  # type: ignore[arg-type]
+            ),
+            self.memories,
+            self.upkeep,
+            self.consolidation,
         )
 
     def thread(self, texts: list[str], at: datetime = NOW) -> Conversation:
@@ -877,25 +889,6 @@ def test_consolidation_drops_the_least_useful_entries_down_to_the_cap() -> None:
 
 
 # Maintenance
-
-
-def test_a_session_idle_for_a_day_is_pruned_and_not_a_second_before() -> None:
-    recall = Recall()
-    idle = timedelta(seconds=recall.settings.session_idle_seconds)
-    assert idle == timedelta(hours=24)
-    ids = (recall.user, recall.project, new_id())
-    item = session_left_behind(recall.settings, *ids, clock.stamp(NOW))
-    table = recall.settings.sessions_table
-    dynamodb_client().put_item(TableName=table, Item=item)
-
-    def left() -> bool:
-        found = dynamodb_client().get_item(TableName=table, Key={"thread": item["thread"]})
-        return "Item" in found
-
-    recall.maintenance.run(ScheduledJob.PRUNE_SESSIONS, NOW + idle - SECOND)
-    assert left()
-    recall.maintenance.run(ScheduledJob.PRUNE_SESSIONS, NOW + idle)
-    assert not left()
 
 
 def test_an_expired_entry_is_deleted_with_an_expired_record_once() -> None:

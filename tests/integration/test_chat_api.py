@@ -36,7 +36,6 @@ from recall.wiring import (
     chat_service,
     context_service,
     conversation_service,
-    memory_store,
     model_choice,
 )
 from tests.integration.conftest import Api
@@ -166,11 +165,7 @@ def test_after_thirty_turns_the_model_sees_at_least_the_last_twenty_messages_and
 
 def _set_on_thread(user: str, project: str, thread: str, expression: str, **values: Any) -> None:
     """Change the thread item directly, past the store, as older code or time left it."""
-    names = {
-        f"#{name}": name
-        for name in ("windowStart", "updatedAt", "lastTurnAt")
-        if f"#{name}" in expression
-    }
+    names = {f"#{name}": name for name in ("windowStart", "updatedAt") if f"#{name}" in expression}
     boto3.client("dynamodb").update_item(
         TableName=get_settings().conversations_table,
         Key=conversation_key(user, project, thread),
@@ -793,71 +788,6 @@ def test_a_model_that_writes_bad_tool_input_gets_an_error_result_not_a_failed_tu
     assert reply.status == 200
     assert reply.body["memoriesSaved"] == []
     assert [result.is_error for result in model.results] == [True]
-
-
-def test_each_new_session_counts_toward_the_consolidation_gate(
-    alice: Api, make_project: MakeProject
-) -> None:
-    project = make_project(alice)
-    thread = say(alice, project, "one").body["conversation"]["id"]
-    say(alice, project, "two", thread)
-    say(alice, project, "another thread")
-    store = memory_store()
-    assert store.meta(alice.sub or "", project).sessions_since_consolidation == 2
-    # A turn on a thread without a turn for the session's idle time starts a new session
-    idle = timedelta(seconds=get_settings().session_idle_seconds)
-    then = clock.stamp(clock.now() - idle)
-    _set_on_thread(alice.sub or "", project, thread, "SET #lastTurnAt = :then", **{":then": then})
-    say(alice, project, "three", thread)
-    assert store.meta(alice.sub or "", project).sessions_since_consolidation == 3
-    # and the next turn, moments later, does not
-    say(alice, project, "four", thread)
-    assert store.meta(alice.sub or "", project).sessions_since_consolidation == 3
-
-
-def test_a_rename_between_two_sessions_does_not_hide_the_second(
-    alice: Api, make_project: MakeProject
-) -> None:
-    # Given a thread whose last turn was a day ago
-    project = make_project(alice)
-    thread = say(alice, project, "one").body["conversation"]["id"]
-    idle = timedelta(seconds=get_settings().session_idle_seconds)
-    then = clock.stamp(clock.now() - idle)
-    _set_on_thread(
-        alice.sub or "",
-        project,
-        thread,
-        "SET #lastTurnAt = :then, #updatedAt = :then",
-        **{":then": then},
-    )
-    store = memory_store()
-    before = store.meta(alice.sub or "", project).sessions_since_consolidation
-    # When it is renamed, then a turn is taken
-    assert alice.patch(f"/projects/{project}/conversations/{thread}", {"title": "T"}).status == 200
-    say(alice, project, "back again", thread)
-    # Then that turn started a session: a rename is not a turn
-    assert store.meta(alice.sub or "", project).sessions_since_consolidation == before + 1
-
-
-def test_a_thread_saved_before_turns_were_stamped_goes_by_its_updated_at(
-    alice: Api, make_project: MakeProject
-) -> None:
-    # Given a thread without lastTurnAt, idle for a day by its updatedAt
-    project = make_project(alice)
-    thread = say(alice, project, "one").body["conversation"]["id"]
-    then = clock.stamp(clock.now() - timedelta(seconds=get_settings().session_idle_seconds))
-    _set_on_thread(
-        alice.sub or "",
-        project,
-        thread,
-        "REMOVE #lastTurnAt SET #updatedAt = :then",
-        **{":then": then},
-    )
-    store = memory_store()
-    before = store.meta(alice.sub or "", project).sessions_since_consolidation
-    # When a turn is taken, then it started a session
-    say(alice, project, "back again", thread)
-    assert store.meta(alice.sub or "", project).sessions_since_consolidation == before + 1
 
 
 def test_an_editors_context_value_cannot_forge_a_memory_block_in_a_collaborators_prompt(

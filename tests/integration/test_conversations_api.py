@@ -29,7 +29,7 @@ from recall.store.dynamodb import (
 from recall.store.keys import owner_key, thread_key
 from recall.store.messages import MessageStore
 from recall.wiring import conversation_store
-from tests.integration.conftest import Api, Reply, session_left_behind
+from tests.integration.conftest import Api, Reply
 
 MakeProject = Callable[..., str]
 
@@ -307,16 +307,12 @@ def _seed_thread(user: str, project: str, conversation: str, count: int) -> list
         )
         client.put_item(**store.put_request(user, project, conversation, message))
         ids.append(message.message_id)
-    client.put_item(
-        TableName=settings.sessions_table,
-        Item=session_left_behind(settings, user, project, conversation, clock.stamp(clock.now())),
-    )
     return ids
 
 
 def _items_under(table: str, key: str, prefix: str) -> list[dict[str, Any]]:
-    client = boto3.client("dynamodb")
-    items: list[dict[str, Any]] = client.scan(TableName=table)["Items"]
+    pages = boto3.client("dynamodb").get_paginator("scan").paginate(TableName=table)
+    items = [item for page in pages for item in page["Items"]]
     return [item for item in items if item.get(key, {}).get("S", "").startswith(prefix)]
 
 
@@ -336,7 +332,7 @@ def test_messages_page_newest_first_and_each_page_reads_oldest_first(
 def test_deleting_a_thread_leaves_nothing_behind_in_any_table(
     alice: Api, make_project: MakeProject
 ) -> None:
-    # Given a thread with messages, a session and thread-scoped memory
+    # Given a thread with messages and thread-scoped memory
     project = make_project(alice)
     thread = start(alice, project)["id"]
     keep = start(alice, project)["id"]

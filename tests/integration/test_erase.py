@@ -27,7 +27,6 @@ from recall.store.exports import s3_client
 from recall.store.idempotency import OWNER
 from recall.store.jobs import sqs_client
 from recall.store.keys import USER_ID_MAX_BYTES, owner_key
-from recall.store.sessions import session_key
 from recall.wiring import (
     conversation_store,
     erasure_service,
@@ -39,8 +38,8 @@ from recall.wiring import (
 from tests.integration.conftest import (
     Api,
     exported_objects,
+    live_session_item,
     new_user,
-    session_left_behind,
     transactions_after_every_racer_read,
 )
 from tests.integration.fault_injection import (
@@ -65,9 +64,10 @@ def say(api: Api, project: str, message: str, thread: str | None = None, key: st
 
 
 def fill(api: Api, project: str) -> list[str]:
-    """Something of ``api``'s user in every table: two threads with messages and sessions,
-    persistent, thread and expiring memory with history and counters, and an idempotency
-    record. The thread ids, for the stores' per-thread reads."""
+    """Something of ``api``'s user in every table: two threads with messages, two sessions
+    (the turns' live one, and an older one), persistent, thread and expiring memory with
+    history and counters, and an idempotency record. The thread ids, for the stores'
+    per-thread reads."""
     first = say(api, project, "Always keep the header dark.")["conversation"]["id"]
     say(api, project, "Never use bright blue anywhere.", first, key="k-1")
     second = say(api, project, "Plan the spring sale")["conversation"]["id"]
@@ -77,10 +77,10 @@ def fill(api: Api, project: str) -> list[str]:
     note = {"value": "draft", "category": "context", "scope": "thread", "conversationId": second}
     assert api.put(f"{memories}/promo", promo).status == 201
     assert api.put(f"{memories}/thread_note", note).status == 201
-    settings, user, at = get_settings(), str(api.sub), clock.stamp(clock.now())
-    for thread in (first, second):  # left behind by turns from before windows moved
-        item = session_left_behind(settings, user, project, thread, at)
-        dynamodb_client().put_item(TableName=settings.sessions_table, Item=item)
+    settings, user = get_settings(), str(api.sub)
+    earlier = clock.stamp(clock.now() - timedelta(days=3))
+    item = live_session_item(settings, user, project, earlier)
+    dynamodb_client().put_item(TableName=settings.sessions_table, Item=item)
     return [first, second]
 
 
@@ -110,19 +110,7 @@ def held(user: str, project: str, threads: list[str]) -> dict[str, list[Any]]:
             for thread in threads
             for message in message_store().latest_after(user, project, thread, None, 1_000)
         ],
-        "sessions": [
-            found
-            for thread in threads
-            if (
-                found := dynamodb_client()
-                .get_item(
-                    TableName=settings.sessions_table,
-                    Key=session_key(user, project, thread),
-                    ConsistentRead=True,
-                )
-                .get("Item")
-            )
-        ],
+        "sessions": partition(settings.sessions_table, owner),
         "memories": partition(settings.memories_table, owner),
         "idempotency records": partition(settings.idempotency_table, owner),
         "imports": partition(settings.imports_table, owner),

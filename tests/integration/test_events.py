@@ -93,6 +93,7 @@ EXPECTED_STATUS = {
     "projects-set-member.json": 200,
     "projects-set-budget.json": 200,
     "projects-usage.json": 200,
+    "projects-sessions.json": 200,
     "projects-update.json": 200,
 }
 
@@ -233,6 +234,10 @@ EXPECTED_FACT: dict[str, Callable[[Any], bool]] = {
         and body["userId"] == DEMO_USER
         and DEMO_USER in [member["userId"] for member in body["members"]]
         and set(body["upkeep"]["jobs"]) == {"extraction", "summary", "consolidation"}
+    ),
+    "projects-sessions.json": lambda body: (
+        isinstance(body["sessions"], list)
+        and all(session["startedAt"] for session in body["sessions"])
     ),
     "projects-update.json": lambda body: (
         (body["id"], body["context"])

@@ -23,16 +23,21 @@ from recall.domain import clock
 from recall.domain.ids import new_id
 from recall.domain.jobs import ScheduledJob
 from recall.domain.memory import Category, MemoryEntry
+from recall.services.access import ProjectAccess
 from recall.services.consolidation import ConsolidationService
 from recall.services.maintenance import Maintenance
+from recall.services.sessions import SessionService
 from recall.settings import Settings, get_settings
+from recall.store.conversations import ConversationStore
 from recall.store.dynamodb import batch_write
 from recall.store.keys import owner_key
 from recall.store.memories import MemoryStore
 from recall.store.memory_items import EntryItem
 from recall.store.memory_upkeep import MemoryUpkeep
+from recall.store.projects import ProjectStore
 from recall.store.sessions import SessionStore
-from tests.integration.conftest import session_left_behind
+from recall.store.usage import UsageStore
+from tests.integration.conftest import live_session_item
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -89,8 +94,14 @@ def due_at(n: int) -> datetime:
 
 @pytest.fixture(scope="module")
 def settings(client: DynamoDBClient) -> Iterator[Settings]:
-    """The template's Sessions and Memories tables, made afresh in a region of their own."""
-    names = {"SessionsTable": "LoadSessions", "MemoriesTable": "LoadMemories"}
+    """The template's Sessions and Memories tables (with the Usage and Conversations tables
+    the session job reads), made afresh in a region of their own."""
+    names = {
+        "SessionsTable": "LoadSessions",
+        "MemoriesTable": "LoadMemories",
+        "UsageTable": "LoadUsage",
+        "ConversationsTable": "LoadConversations",
+    }
     for request in template.create_table_requests():
         if request["TableName"] in names:
             client.create_table(**{**request, "TableName": names[request["TableName"]]})
@@ -98,6 +109,8 @@ def settings(client: DynamoDBClient) -> Iterator[Settings]:
         update={
             "sessions_table": names["SessionsTable"],
             "memories_table": names["MemoriesTable"],
+            "usage_table": names["UsageTable"],
+            "conversations_table": names["ConversationsTable"],
             "due_shards": 2,
             "maintenance_lookback_hours": 2,
         }
@@ -109,12 +122,13 @@ def settings(client: DynamoDBClient) -> Iterator[Settings]:
 @pytest.fixture(scope="module")
 def seeded(settings: Settings, client: DynamoDBClient) -> tuple[str, str]:
     user, project = f"load-{new_id()}", new_id()
-    idle = timedelta(seconds=settings.session_idle_seconds)
+    ends = timedelta(seconds=settings.session_idle_seconds + settings.session_end_grace_seconds)
+    # Each a member's own live session, due when it can end
     session_puts = [
         {
             "PutRequest": {
-                "Item": session_left_behind(
-                    settings, user, project, new_id(), clock.stamp(due_at(n) - idle)
+                "Item": live_session_item(
+                    settings, f"load-{n}", project, clock.stamp(due_at(n) - ends)
                 )
             }
         }
@@ -150,10 +164,13 @@ def seeded(settings: Settings, client: DynamoDBClient) -> tuple[str, str]:
 def test_pruning_sessions_reads_only_the_due_ones(
     settings: Settings, client: DynamoDBClient, seeded: tuple[str, str], ledger: Ledger
 ) -> None:
+    # Given: each due session's member's usage is read (a batch of two keys), its end
+    # written, and its threads queried for signals
     maintenance = maintenance_over(settings, client)
     report = maintenance.run(ScheduledJob.PRUNE_SESSIONS, NOW)
     assert "Scan" not in ledger.operations
-    assert set(ledger.operations) <= {"Query", "DeleteItem"}
+    assert set(ledger.operations) <= {"Query", "BatchGetItem", "UpdateItem"}
+    assert ledger.operations.count("BatchGetItem") == DUE
     assert report.changed == DUE
     assert ledger.items_read <= 2 * DUE
 
@@ -205,4 +222,12 @@ def maintenance_over(
     memories = memories or MemoryStore(settings, client)
     upkeep = MemoryUpkeep(settings, client)
     consolidation = ConsolidationService(settings, memories, upkeep, NoQueue())  # type: ignore[arg-type]
-    return Maintenance(SessionStore(settings, client), memories, upkeep, consolidation)
+    sessions = SessionService(
+        settings,
+        ProjectAccess(ProjectStore(settings, client)),
+        SessionStore(settings, client),
+        UsageStore(settings, client),
+        ConversationStore(settings, client),
+        NoQueue(),  # type: ignore[arg-type]
+    )
+    return Maintenance(sessions, memories, upkeep, consolidation)

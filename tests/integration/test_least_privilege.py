@@ -73,9 +73,6 @@ NOT_REACHED_HERE = {
     ("WsStreamFunction", "bedrock:InvokeModel", _PROFILES): (
         "model ids that name an inference profile (us.…, eu.…) are called through it"
     ),
-    ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}SessionsTable"): (
-        "a turn that loses a race on its session re-reads it"
-    ),
     ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}IdempotencyTable"): (
         "Powertools reads a record itself only when its conditional put did not return it"
     ),
@@ -101,22 +98,32 @@ NOT_REACHED_HERE = {
     ("ChatFunction", "dynamodb:PutItem", f"{_TABLE}UsageTable"): (
         "a finished day's counters are put apart by the first turn of a later day"
     ),
-    ("ChatFunction", "dynamodb:GetItem", f"{_TABLE}UsageTable"): (
-        "the counters are read again only when another turn started the day first"
+    ("ChatFunction", "dynamodb:UpdateItem", f"{_TABLE}SessionsTable"): (
+        "a turn ends the member's last session only when it comes SESSION_IDLE_SECONDS (24 h)"
+        " after that session's last turn"
     ),
     ("WsStreamFunction", "dynamodb:PutItem", f"{_TABLE}UsageTable"): (
         "a finished day's counters are put apart by the first turn of a later day"
     ),
-    ("WsStreamFunction", "dynamodb:GetItem", f"{_TABLE}UsageTable"): (
-        "the counters are read again only when another turn started the day first"
+    ("WsStreamFunction", "dynamodb:UpdateItem", f"{_TABLE}SessionsTable"): (
+        "a turn ends the member's last session only when it comes SESSION_IDLE_SECONDS (24 h)"
+        " after that session's last turn"
     ),
     ("WorkerFunction", "dynamodb:UpdateItem", f"{_TABLE}UsageTable"): (
         "jobs count model calls only when MODEL_PROVIDER=bedrock (the offline extractor"
         " and summariser call no model)"
     ),
-    ("MaintenanceFunction", "dynamodb:DeleteItem", f"{_TABLE}SessionsTable"): (
-        "prune-sessions deletes a session only once idle for SESSION_IDLE_SECONDS (24 h)"
-    ),
+    **{
+        ("MaintenanceFunction", action, resource): (
+            "prune-sessions reads a session's usage and threads, and ends or moves it, only"
+            " once it is due: SESSION_IDLE_SECONDS (24 h) and the grace after its last turn"
+        )
+        for action, resource in (
+            ("dynamodb:UpdateItem", f"{_TABLE}SessionsTable"),
+            ("dynamodb:BatchGetItem", f"{_TABLE}UsageTable"),
+            ("dynamodb:Query", f"{_TABLE}ConversationsTable/index/byRecency"),
+        )
+    },
 }
 
 

@@ -6,6 +6,7 @@ both answers, with the longest ids and a full usage row each, are well under 6 M
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 import threading
 
 import pytest
@@ -14,6 +15,7 @@ from recall.api.bodies import json_bytes
 from recall.domain import clock
 from recall.domain.access import Role
 from recall.domain.projects import Member
+from recall.domain.sessions import session_step
 from recall.domain.usage import Budget, Counts
 from recall.errors import Conflict
 from recall.settings import get_settings
@@ -173,10 +175,12 @@ def test_at_members_max_the_members_list_and_an_owners_usage_stay_well_under_6_m
         ExpressionAttributeNames={"#members": "memberCount"},
         ExpressionAttributeValues={":all": to_value(settings.members_max)},
     )
+    idle = timedelta(seconds=settings.session_idle_seconds)
     for user in users:
         read = usage.get(user, project, now)
+        session = session_step(None, False, now, counts.turns, counts.total_tokens, idle)
         dynamodb_client().transact_write_items(
-            TransactItems=usage.turn_writes(user, project, read, counts, now)  # type: ignore[arg-type]
+            TransactItems=usage.turn_writes(user, project, read, counts, now, session)  # type: ignore[arg-type]
         )
     assert add(alice, project, new_user()) == 409
     # When the owner lists the members and reads everyone's usage

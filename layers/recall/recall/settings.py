@@ -87,7 +87,18 @@ class Settings(BaseModel):
     # its place in the window and the idempotency record that keeps the reply.
     model_message_max_bytes: int = 60_000
     nudge_threshold_turns: int = 120
+    # A member's session in a project starts with a turn after this long without one, and
+    # ends when this long passes with no turn. The prune-sessions job ends it only once its
+    # last turn is older than the idle time and the grace, the longest a turn takes from
+    # its read to its save, so a turn never counts into a session the job ended; a turn in
+    # between starts the next session and ends this one itself.
     session_idle_seconds: int = 86_400
+    session_end_grace_seconds: int = 900
+    sessions_page_default: int = 20
+    sessions_page_max: int = 100
+    # An ended session gives extraction its turn for at most this many of its threads that
+    # hold user messages with preference signals no extraction has read (newest first).
+    session_extract_max_threads: int = 10
     turn_retry_max: int = 8
     turn_retry_base_seconds: float = 0.05
     turn_memory_changes_max: int = 10

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from recall.services.memories import MemoryService
     from recall.services.presets import PresetService
     from recall.services.projects import ProjectService
+    from recall.services.sessions import SessionService
     from recall.services.summaries import Summarizer
     from recall.services.turn_context import TurnContextLoader
     from recall.services.usage import UsageService
@@ -203,7 +204,6 @@ def conversation_service() -> ConversationService:
         project_access(),
         conversation_store(),
         message_store(),
-        session_store(),
         memory_store(),
         preset_store(),
     )
@@ -260,7 +260,12 @@ def turn_store() -> TurnStore:
     from recall.store.turns import TurnStore
 
     return TurnStore(
-        project_store(), conversation_store(), message_store(), memory_upkeep(), usage_store()
+        project_store(),
+        conversation_store(),
+        message_store(),
+        memory_upkeep(),
+        usage_store(),
+        session_store(),
     )
 
 
@@ -404,7 +409,21 @@ def job_batch(seconds_left: Callable[[], float]) -> JobBatch:
 def maintenance() -> Maintenance:
     from recall.services.maintenance import Maintenance
 
-    return Maintenance(session_store(), memory_store(), memory_upkeep(), consolidation_service())
+    return Maintenance(session_service(), memory_store(), memory_upkeep(), consolidation_service())
+
+
+@lru_cache(maxsize=1)
+def session_service() -> SessionService:
+    from recall.services.sessions import SessionService
+
+    return SessionService(
+        get_settings(),
+        project_access(),
+        session_store(),
+        usage_store(),
+        conversation_store(),
+        job_queue(),
+    )
 
 
 @lru_cache(maxsize=1)

@@ -10,7 +10,7 @@ from recall.domain.access import Role, require
 from recall.domain.conversations import Period, period_of, title_from_message
 from recall.domain.ids import is_id, new_id
 from recall.domain.messages import Message
-from recall.domain.session import next_window, trimmed, window_of
+from recall.domain.window import next_window, trimmed, window_of
 from recall.errors import Forbidden
 from recall.settings import Settings
 

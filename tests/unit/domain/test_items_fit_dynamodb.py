@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from recall.domain.ids import new_id
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelReply, ToolCall, ToolResult
-from recall.domain.session import trimmed, window_of
 from recall.domain.sizes import ITEM_MAX_BYTES, item_size, stored_size
 from recall.domain.turns import Exchange, ToolRound, fitted, turn_messages
+from recall.domain.window import trimmed, window_of
 from recall.settings import Settings
 from recall.store.dynamodb import to_item
 from tests.integration.aws_limits import item_size as wire_size

@@ -379,16 +379,6 @@ class InMemoryMessages:
         return len(self.threads.pop((user_id, project_id, conversation_id), []))
 
 
-class InMemorySessions:
-    """SessionStore: the items turns no longer write, which a thread's delete removes."""
-
-    def __init__(self) -> None:
-        self.threads: set[Thread] = set()
-
-    def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
-        self.threads.discard((user_id, project_id, conversation_id))
-
-
 @dataclass
 class _Slot:
     entry: MemoryEntry
@@ -690,7 +680,6 @@ class InMemoryTurns:
                 conversation=current,
                 messages=[rival],
                 window_start=current.window_start or rival.message_id,
-                session_started=False,
                 model_id=current.model or "rival",
                 at=at,
             )
@@ -755,7 +744,6 @@ class InMemoryRecall:
     projects: InMemoryProjects = field(default_factory=InMemoryProjects)
     conversations: InMemoryConversations = field(default_factory=InMemoryConversations)
     messages: InMemoryMessages = field(default_factory=InMemoryMessages)
-    sessions: InMemorySessions = field(default_factory=InMemorySessions)
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -768,7 +756,6 @@ class InMemoryRecall:
             access,
             self.conversations,
             self.messages,
-            self.sessions,
             self.memories,
             InMemoryPresets(),  # type: ignore[arg-type]
         )

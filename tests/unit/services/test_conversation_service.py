@@ -209,8 +209,8 @@ def test_threads_are_listed_newest_first_with_the_period_they_were_last_updated_
     assert end is None
 
 
-def test_delete_removes_messages_session_and_thread_memory_and_nothing_else() -> None:
-    # Given two threads of Bob's, each with messages, a session item and thread memory
+def test_delete_removes_messages_and_thread_memory_and_nothing_else() -> None:
+    # Given two threads of Bob's, each with messages and thread memory
     recall = InMemoryRecall()
     project = shop(recall)
     gone = recall.conversations.add(BOB, project)
@@ -218,7 +218,6 @@ def test_delete_removes_messages_session_and_thread_memory_and_nothing_else() ->
     for thread in (gone, kept):
         place = (BOB, project, thread.conversation_id)
         recall.messages.add(*place, messages_of(["user", "assistant"]))
-        recall.sessions.threads.add(place)
         recall.memories.add(
             BOB,
             project,
@@ -237,31 +236,28 @@ def test_delete_removes_messages_session_and_thread_memory_and_nothing_else() ->
     assert recall.conversations.get(BOB, project, gone.conversation_id) is None
     assert recall.conversations.threads.keys() == {(BOB, project, kept.conversation_id)}
     assert recall.messages.of(BOB, project, gone.conversation_id) == []
-    assert (BOB, project, gone.conversation_id) not in recall.sessions.threads
     keys = {(e.conversation_id, e.key) for e in recall.memories.entries(BOB, project)}
     assert keys == {(kept.conversation_id, "tone"), (None, "lang")}
     assert recall.memories.history(BOB, project, "tone", gone.conversation_id) == []
     assert len(recall.messages.of(BOB, project, kept.conversation_id)) == 2
-    assert (BOB, project, kept.conversation_id) in recall.sessions.threads
 
 
 def test_a_delete_that_stops_part_way_hides_the_thread_and_a_retry_finishes_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Given a thread whose session delete fails once
+    # Given a thread whose thread memory delete fails once
     recall = InMemoryRecall()
     project = shop(recall)
     thread = recall.conversations.add(BOB, project)
     place = (BOB, project, thread.conversation_id)
     recall.messages.add(*place, messages_of(["user"]))
-    recall.sessions.threads.add(place)
-    real_delete = recall.sessions.delete
+    real_delete = recall.memories.delete_thread
 
-    def fails_once(*args: str) -> None:
-        monkeypatch.setattr(recall.sessions, "delete", real_delete)
+    def fails_once(*args: str) -> int:
+        monkeypatch.setattr(recall.memories, "delete_thread", real_delete)
         raise RuntimeError("the store went away")
 
-    monkeypatch.setattr(recall.sessions, "delete", fails_once)
+    monkeypatch.setattr(recall.memories, "delete_thread", fails_once)
     service = recall.conversation_service
     # When
     with pytest.raises(RuntimeError):
@@ -273,4 +269,4 @@ def test_a_delete_that_stops_part_way_hides_the_thread_and_a_retry_finishes_it(
     # and a retry finishes the job
     service.delete(*place)
     assert recall.conversations.threads == {}
-    assert recall.sessions.threads == set()
+    assert recall.messages.of(*place) == []

@@ -12,14 +12,12 @@ from recall.store.conversations import ConversationStore
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
 from recall.store.projects import ProjectStore
-from recall.store.sessions import SessionStore
 from recall.store.turns import TurnStore
 from tests.unit.services.in_memory import (
     InMemoryConversations,
     InMemoryMemories,
     InMemoryMessages,
     InMemoryProjects,
-    InMemorySessions,
     InMemoryTurns,
 )
 
@@ -36,7 +34,6 @@ PAIRS = [
         {"create", "get", "page", "latest", "update", "mark_cleared", "mark_deleting", "delete"},
     ),
     (InMemoryMessages, MessageStore, {"page", "latest_after", "delete_thread"}),
-    (InMemorySessions, SessionStore, {"delete"}),
     (InMemoryMemories, MemoryStore, {"active", "write", "delete", "delete_thread", "history"}),
     (InMemoryTurns, TurnStore, {"read", "save"}),
 ]

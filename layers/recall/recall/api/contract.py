@@ -155,6 +155,7 @@ ROUTES: dict[str, Contract] = {
     "DELETE /projects/{projectId}": Contract(_ERASED, (403, 409)),
     "PUT /projects/{projectId}/members/{userId}/budget": Contract(_OK, (403, 404, 422)),
     "GET /projects/{projectId}/usage": Contract(_OK, (403, 422)),
+    "GET /projects/{projectId}/sessions": Contract(_OK, (403, 422)),
     "GET /projects/{projectId}/presets": Contract(_OK, (403,)),
     # 409: the project has PRESETS_MAX presets already.
     "POST /projects/{projectId}/presets": Contract(_CREATED, (403, 409, 422)),

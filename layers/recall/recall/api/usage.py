@@ -9,6 +9,7 @@ from pydantic import Field, StrictInt
 from recall.api.models import Body, BudgetView, View
 from recall.domain import clock
 from recall.domain.access import Role
+from recall.domain.sessions import Session
 from recall.domain.usage import Budget, Counts, Period
 
 if TYPE_CHECKING:
@@ -147,3 +148,23 @@ class UsageReportView(View):
                 jobs={job: UpkeepTotalsView.of(counts) for job, counts in report.jobs.items()},
             ),
         )
+
+
+class SessionView(View):
+    """A session: the live one (``endedAt`` null) counts its turns so far."""
+
+    started_at: str
+    ended_at: str | None
+    last_turn_at: str | None
+    live: bool
+    turns: int
+    tokens: int
+
+    @classmethod
+    def of(cls, session: Session) -> SessionView:
+        return cls.model_validate({**session.model_dump(), "live": session.live})
+
+
+class SessionList(View):
+    sessions: list[SessionView]
+    next_cursor: str | None = None

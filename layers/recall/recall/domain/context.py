@@ -21,8 +21,8 @@ from recall.domain.messages import Message
 from recall.domain.presets import ContextPrompt, EffectiveSettings, PresetCopy
 from recall.domain.projects import Project
 from recall.domain.prompt import ModelRequest, PromptMessage, ToolSpec
-from recall.domain.session import as_prompt
 from recall.domain.tools import MEMORY_TOOLS, TOOL_INSTRUCTIONS
+from recall.domain.window import as_prompt
 
 SYSTEM_TEXT = (
     "You are the assistant inside this product. Follow the project memory below as standing "

@@ -44,9 +44,6 @@ class Conversation(BaseModel):
     # The newest message a turn saved: the window read beside this item must reach it,
     # and a turn saves only over the one it read (two turns racing land in order).
     last_message_id: str | None = None
-    # When the last turn was saved: a session starts after SESSION_IDLE_SECONDS without
-    # one. Not ``updated_at``, which a rename or an archive moves too.
-    last_turn_at: str | None = None
     # When a user message carrying preference signals was saved that no extraction has
     # read since: the thread is due one once it is long enough, whichever message said it.
     signals_at: str | None = None

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelReply
-from recall.domain.session import belongs_in_window
+from recall.domain.window import belongs_in_window
 
 PointKind = Literal["facts", "decisions", "open_questions"]
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from recall.domain import clock
 from recall.domain.prompt import Usage
+from recall.domain.sessions import SessionTally
 
 Period = Literal["day", "month"]
 
@@ -79,6 +80,10 @@ class MemberUsage:
     month_counts: Counts = Counts()
     day: str | None = None
     day_counts: Counts = Counts()
+    # The member's current session as the month's item counts it, or, before this
+    # month's first turn, as last month's did (``session_carried``).
+    session: SessionTally | None = None
+    session_carried: bool = False
 
     def on(self, day: str) -> Counts:
         return self.day_counts if self.day == day else Counts()
@@ -102,6 +107,11 @@ def day_of(moment: datetime) -> str:
 
 def month_of(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m")
+
+
+def month_before(moment: datetime) -> str:
+    first = moment.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return month_of(first - timedelta(days=1))
 
 
 def resets_at(period: Period, moment: datetime) -> datetime:

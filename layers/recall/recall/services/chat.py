@@ -20,7 +20,7 @@ from recall.domain.memory import MemoryEntry
 from recall.domain.memory_proposals import carries_signals
 from recall.domain.messages import Message
 from recall.domain.prompt import Usage
-from recall.domain.session import next_window
+from recall.domain.sessions import session_step
 from recall.domain.turn_events import TurnListener
 from recall.domain.turn_memory import TurnMemory
 from recall.domain.turns import (
@@ -31,6 +31,7 @@ from recall.domain.turns import (
     with_unsaved,
 )
 from recall.domain.usage import Counts
+from recall.domain.window import next_window
 from recall.errors import Conflict, Invalid, ModelFailed
 from recall.observability import logger, metrics
 from recall.services.followups import TurnFollowUps
@@ -45,6 +46,7 @@ from recall.store.turns import (
     ConversationChanged,
     MemoryChanged,
     SavedTurn,
+    SessionEnded,
     TurnCollided,
     TurnStore,
     TurnUsage,
@@ -200,6 +202,8 @@ class ChatService:
             tool_rounds=len(exchange.rounds),
         )
         idle = timedelta(seconds=settings.session_idle_seconds)
+        # The member's last session was ended by the prune job while the turn ran.
+        previous_ended = False
         # Entries the tools saved that could not land: the thread and reply say so.
         unsaved: list[tuple[str, str | None]] = []
         for attempt in range(settings.turn_retry_max):
@@ -216,11 +220,19 @@ class ChatService:
                 settings.window_max_bytes,
                 settings.window_evict_step,
             )
-            # A turn on a new thread, or on one without a turn for the session's idle time,
-            # starts a session: one more toward the consolidation gate. A thread saved
-            # before turns were stamped goes by its updatedAt.
-            last_turn = conversation.last_turn_at or conversation.updated_at
-            started = conversation.message_count == 0 or now - clock.parse(last_turn) >= idle
+            # The member's first turn, or one after the idle time, starts a session.
+            usage = None
+            if counters is not None:
+                step = session_step(
+                    counters.session,
+                    counters.session_carried,
+                    now,
+                    counts.turns,
+                    counts.total_tokens,
+                    idle,
+                    previous_ended,
+                )
+                usage = TurnUsage(counters, counts, now, step)
             # A turn the client is told failed keeps no memory its tools asked for.
             changes = memory.changes() if exchange.failure is None else []
             written = (
@@ -234,11 +246,10 @@ class ChatService:
                         conversation=conversation,
                         messages=saved,
                         window_start=kept[0].message_id if kept else None,
-                        session_started=started,
                         model_id=model_id,
                         at=at,
                         memory=written,
-                        usage=TurnUsage(counters, counts, now) if counters else None,
+                        usage=usage,
                         signals=signals,
                     )
                 )
@@ -250,6 +261,10 @@ class ChatService:
             except UsageChanged:
                 logger.info("usage moved to a new day during the turn; counting again")
                 counters = self._turns.usage(user_id, project_id, now)
+                continue
+            except SessionEnded:
+                logger.info("the member's last session ended during the turn; saving again")
+                previous_ended = True
                 continue
             except TurnCollided:
                 logger.info("another write met the turn's save; saving again")

@@ -27,7 +27,6 @@ from recall.store.keys import fits_id
 from recall.store.memories import MemoryStore
 from recall.store.messages import MessageStore
 from recall.store.presets import PresetStore
-from recall.store.sessions import SessionStore
 
 
 class ConversationService:
@@ -37,7 +36,6 @@ class ConversationService:
         access: ProjectAccess,
         conversations: ConversationStore,
         messages: MessageStore,
-        sessions: SessionStore,
         memories: MemoryStore,
         presets: PresetStore,
     ) -> None:
@@ -45,7 +43,6 @@ class ConversationService:
         self._access = access
         self._conversations = conversations
         self._messages = messages
-        self._sessions = sessions
         self._memories = memories
         self._presets = presets
 
@@ -136,14 +133,13 @@ class ConversationService:
         )
 
     def delete(self, user_id: str, project_id: str, conversation_id: str) -> None:
-        """Hide the thread, then delete its messages, session and thread memory, then the
+        """Hide the thread, then delete its messages and thread memory, then the
         thread itself; a retry after a failure part-way finishes the job."""
         self._access.require(user_id, project_id, Role.EDITOR)
         if not fits_id(conversation_id):
             raise NotFound("No such conversation.")
         self._conversations.mark_deleting(user_id, project_id, conversation_id)
         messages = self._messages.delete_thread(user_id, project_id, conversation_id)
-        self._sessions.delete(user_id, project_id, conversation_id)
         memories = self._memories.delete_thread(user_id, project_id, conversation_id)
         self._conversations.delete(user_id, project_id, conversation_id)
         logger.info(

@@ -44,12 +44,12 @@ LAST_OWNER = (
     "You are this project's last owner: make someone else an owner first, or delete the project."
 )
 # The requests a visit takes whatever it finds, each charged as ``erase_request_items``: a
-# member's (the Queries of their imports, threads, memory, idempotency records and usage,
-# the S3 listing of their exports, their marker's delete and its part of the listing that
-# found it), and a thread's (its messages' Query, the deletes of its session, its item and
+# member's (the Queries of their imports, threads, memory, idempotency records, usage and
+# sessions, the S3 listing of their exports, their marker's delete and its part of the
+# listing that found it), and a thread's (its messages' Query, the deletes of its item and
 # its policy item).
-MEMBER_REQUESTS = 8
-THREAD_REQUESTS = 4
+MEMBER_REQUESTS = 9
+THREAD_REQUESTS = 3
 # A member becoming an erasure is two item writes: the marker's put, the member's delete.
 MARKER_WRITES = 2
 
@@ -207,7 +207,6 @@ class ErasureService:
                 left -= self._messages.erase_thread(user_id, project_id, conversation_id, left)
                 if left <= 0:
                     return -1
-                self._sessions.delete(user_id, project_id, conversation_id)
                 # the thread's item and its policy item
                 self._conversations.delete(user_id, project_id, conversation_id)
                 left -= THREAD_REQUESTS * self._request_items
@@ -218,6 +217,7 @@ class ErasureService:
             self._records.erase,
             self._exports.erase,
             self._usage.erase,
+            self._sessions.erase,
         ):
             left -= erase(user_id, project_id, left)
             if left <= 0:

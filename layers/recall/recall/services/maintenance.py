@@ -11,9 +11,9 @@ from recall.domain.jobs import ScheduledJob
 from recall.errors import Throttled, Unavailable
 from recall.observability import logger
 from recall.services.consolidation import ConsolidationService
+from recall.services.sessions import SessionService
 from recall.store.memories import MemoryStore
 from recall.store.memory_upkeep import MemoryUpkeep
-from recall.store.sessions import SessionStore
 
 
 class MaintenanceReport(BaseModel):
@@ -25,7 +25,7 @@ class MaintenanceReport(BaseModel):
 class Maintenance:
     def __init__(
         self,
-        sessions: SessionStore,
+        sessions: SessionService,
         memories: MemoryStore,
         upkeep: MemoryUpkeep,
         consolidation: ConsolidationService,
@@ -38,7 +38,7 @@ class Maintenance:
     def run(self, job: ScheduledJob, now: datetime) -> MaintenanceReport:
         """Idempotent: run twice at one moment, the second run finds nothing left to do."""
         if job == ScheduledJob.PRUNE_SESSIONS:
-            read, changed = self._sessions.prune_idle(now)
+            read, changed = self._sessions.prune(now)
         elif job == ScheduledJob.EXPIRE_MEMORIES:
             read, changed = self._expire(now)
         else:

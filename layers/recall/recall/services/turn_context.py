@@ -31,9 +31,9 @@ from recall.domain.ids import is_id, new_id
 from recall.domain.memory import render_memory_block
 from recall.domain.messages import Message
 from recall.domain.presets import EffectiveSettings, PresetCopy
-from recall.domain.session import belongs_in_window, window_of
 from recall.domain.turns import LATEST
 from recall.domain.usage import MemberUsage, over_budget, refusal_message
+from recall.domain.window import belongs_in_window, window_of
 from recall.errors import BudgetExceeded, NotFound
 from recall.observability import logger, metrics
 from recall.services.presets import thread_settings, unknown_preset

@@ -244,6 +244,37 @@ class ConversationStore:
             )
         return rows, next_cursor
 
+    def signalled_between(
+        self, user_id: str, project_id: str, start: str, end: str, limit: int
+    ) -> list[str]:
+        """Up to ``limit`` of the caller's live threads last updated from ``start`` to
+        ``end`` (stamps) that hold user messages with preference signals no extraction has
+        read (``signalsAt``), newest first: what a session that ended left for extraction."""
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self._table,
+            IndexName=BY_RECENCY,
+            KeyConditionExpression="#owner = :owner AND #recency BETWEEN :from AND :to",
+            FilterExpression="attribute_exists(#signalsAt)",
+            ExpressionAttributeNames={
+                "#owner": "owner",
+                "#recency": "recency",
+                "#signalsAt": "signalsAt",
+            },
+            ExpressionAttributeValues={
+                ":owner": to_value(owner_key(user_id, project_id)),
+                ":from": to_value(LIVE + start),
+                ":to": to_value(LIVE + end + "~"),
+            },
+            ScanIndexForward=False,
+            ConsistentRead=True,
+        )
+        found: list[str] = []
+        for page in pages:
+            found += [from_item(item)["conversationId"] for item in page["Items"]]
+            if len(found) >= limit:
+                break
+        return found[:limit]
+
     def every(self, user_id: str, project_id: str) -> Iterator[Conversation]:
         """Every thread of the caller, live and archived, oldest first (by id), a page
         at a time: what an export reads. A thread's policy item sorts right after it
@@ -362,7 +393,6 @@ class ConversationStore:
             "#recency": "recency",
             "#model": "model",
             "#lastMessageId": "lastMessageId",
-            "#lastTurnAt": "lastTurnAt",
             "#messageCount": "messageCount",
             "#turnCount": "turnCount",
             "#windowStart": "windowStart",
@@ -378,7 +408,7 @@ class ConversationStore:
         }
         assignments = (
             "SET #updatedAt = :updatedAt, #recency = :recency, #model = :model,"
-            " #lastMessageId = :last, #lastTurnAt = :updatedAt"
+            " #lastMessageId = :last"
         )
         if window_start is None:
             window = " REMOVE #windowStart"

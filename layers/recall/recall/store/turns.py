@@ -17,7 +17,8 @@ from recall.domain.conversations import Conversation
 from recall.domain.messages import Message
 from recall.domain.presets import Preset
 from recall.domain.projects import Project
-from recall.domain.usage import Budget, Counts, MemberUsage, month_of
+from recall.domain.sessions import SessionStep
+from recall.domain.usage import Budget, Counts, MemberUsage
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.store.conversation_items import thread_from, thread_keys
 from recall.store.conversations import ConversationStore
@@ -35,6 +36,7 @@ from recall.store.memory_upkeep import MemoryUpkeep
 from recall.store.messages import MessageStore
 from recall.store.presets import is_preset_item, preset_from, preset_key
 from recall.store.projects import ProjectStore
+from recall.store.sessions import SessionStore
 from recall.store.usage import UsageStore
 
 if TYPE_CHECKING:
@@ -57,23 +59,24 @@ class TurnReads:
 
 @dataclass
 class TurnUsage:
-    """What a turn adds to its caller's counters, over the counters the turn read."""
+    """What a turn adds to its caller's counters and session, over what the turn read."""
 
     read: MemberUsage
     counts: Counts
     now: datetime
+    session: SessionStep
 
 
 @dataclass
 class SavedTurn:
     """What one turn adds to its thread, saved together or not at all: its messages, the
-    thread's counters and window start over the version the turn read, and the memory its
-    tools changed. Only a turn that starts a session counts one toward consolidation."""
+    thread's counters and window start over the last message the turn read, the memory its
+    tools changed, and its count, which may start the member's next session (one more
+    toward consolidation) and end the one before."""
 
     conversation: Conversation
     messages: list[Message]
     window_start: str | None
-    session_started: bool
     model_id: str
     at: str
     memory: TurnMemoryWrites | None = None
@@ -98,6 +101,14 @@ class UsageChanged(Conflict):
 
     def __init__(self) -> None:
         super().__init__("The caller's usage changed meanwhile.")
+
+
+class SessionEnded(Conflict):
+    """The session this turn ends was ended meanwhile (by the prune-sessions job): save
+    again without ending it."""
+
+    def __init__(self) -> None:
+        super().__init__("The member's last session ended meanwhile.")
 
 
 class MemoryChanged(Conflict):
@@ -126,6 +137,7 @@ class TurnStore:
         messages: MessageStore,
         upkeep: MemoryUpkeep,
         usage: UsageStore,
+        sessions: SessionStore,
         client: DynamoDBClient | None = None,
     ) -> None:
         self._projects = projects
@@ -133,6 +145,7 @@ class TurnStore:
         self._messages = messages
         self._upkeep = upkeep
         self._usage = usage
+        self._sessions = sessions
         self._client = client
 
     @property
@@ -148,16 +161,16 @@ class TurnStore:
         now: datetime | None = None,
     ) -> TurnReads:
         """The project, the caller's role and budget, their counters for the month of
-        ``now`` and, with a thread, the thread, or with a preset for a new thread, the
-        preset: one request."""
-        month = month_of(now or clock.now())
+        ``now`` (and last month's session tally) and, with a thread, the thread, or with a
+        preset for a new thread, the preset: one request."""
+        now = now or clock.now()
         project_keys = self._projects.project_and_role_keys(project_id, user_id)
         if preset_id:
             project_keys.append(preset_key(project_id, preset_id))
         request: dict[str, Any] = {
             self._projects.table: {"Keys": project_keys, "ConsistentRead": True},
             self._usage.table: {
-                "Keys": [self._usage.month_key(user_id, project_id, month)],
+                "Keys": self._usage.turn_keys(user_id, project_id, now),
                 "ConsistentRead": True,
             },
         }
@@ -172,14 +185,13 @@ class TurnStore:
         project, role, budget = self._projects.read_project_and_role(
             [item for item in project_items if not is_preset_item(from_item(item))]
         )
-        counters = found.get(self._usage.table, [])
         return TurnReads(
             project=project,
             role=role,
             conversation=thread_from(found.get(self._conversations.table, [])),
             preset=preset_from(presets[0]) if presets else None,
             budget=budget,
-            usage=self._usage.member_usage(counters[0] if counters else None, month),
+            usage=self._usage.member_usage(found.get(self._usage.table, []), now),
         )
 
     def usage(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
@@ -221,9 +233,15 @@ class TurnStore:
                 )
             },
         )
-        if turn.session_started:
+        session = turn.usage.session if turn.usage is not None else None
+        if session is not None and session.started:
+            user_id, project_id = conversation.user_id, conversation.project_id
+            add(_SESSION, {"Put": self._sessions.start_request(user_id, project_id, session)})
+            if session.ends is not None:
+                ended = self._sessions.end_request(user_id, project_id, session.ends, turn.at)
+                add(_SESSION_END, {"Update": ended})
             started = self._upkeep.session_started_request(
-                conversation.user_id, conversation.project_id, turn.at, moves.pop(None, None)
+                user_id, project_id, turn.at, moves.pop(None, None)
             )
             add(_count_part(None), {"Update": started})
         add(
@@ -247,6 +265,7 @@ class TurnStore:
                 counted.read,
                 counted.counts,
                 counted.now,
+                counted.session,
             ):
                 add("usage", item)
         try:
@@ -268,7 +287,9 @@ class TurnStore:
                 raise Forbidden(
                     "Your role on this project changed: you can no longer chat here."
                 ) from exc
-            if "usage" in failed | met:
+            if _SESSION_END in failed:
+                raise SessionEnded() from exc
+            if {"usage", _SESSION} & (failed | met) or _SESSION_END in met:
                 raise UsageChanged() from exc
             full = {_scope_of(part) for part in failed if part.startswith(_COUNT)}
             if full or any(part == "memory" or part.startswith(_COUNT) for part in failed | met):
@@ -279,6 +300,8 @@ class TurnStore:
 
 
 _COUNT = "count:"
+_SESSION = "session"
+_SESSION_END = "session-end"
 
 
 def _count_part(scope: str | None) -> str:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from recall.domain.usage import Counts, MemberUsage, day_of, month_of
+from recall.domain.sessions import SessionStep, SessionTally
+from recall.domain.usage import Counts, MemberUsage, day_of, month_before, month_of
 from recall.settings import Settings
 from recall.store.dynamodb import (
     Item,
@@ -91,37 +92,61 @@ class UsageStore:
     def month_key(self, user_id: str, project_id: str, month: str) -> Item:
         return to_item({OWNER: owner_key(user_id, project_id), PERIOD: MONTH + month})
 
-    def member_usage(self, item: Item | None, month: str) -> MemberUsage:
-        if item is None:
-            return MemberUsage(month=month)
-        values = from_item(item)
+    def turn_keys(self, user_id: str, project_id: str, now: datetime) -> list[Item]:
+        """The month items a turn at ``now`` reads: this month's, and last month's for the
+        session a member started there and goes on with now."""
+        return [
+            self.month_key(user_id, project_id, month)
+            for month in (month_of(now), month_before(now))
+        ]
+
+    def member_usage(self, items: list[Item], now: datetime) -> MemberUsage:
+        """A member's usage from the items ``turn_keys`` names (in any order; absent ones
+        left out)."""
+        month = month_of(now)
+        found = {from_item(item)[PERIOD]: from_item(item) for item in items}
+        this, before = found.get(MONTH + month), found.get(MONTH + month_before(now))
+        session = _tally(this)
+        carried = session is None and _tally(before) is not None
         return MemberUsage(
             month=month,
-            month_counts=counts_from(values),
-            day=values.get("day"),
-            day_counts=counts_from(values, day=True),
+            month_counts=counts_from(this or {}),
+            day=(this or {}).get("day"),
+            day_counts=counts_from(this or {}, day=True),
+            session=session or _tally(before),
+            session_carried=carried,
         )
 
     def get(self, user_id: str, project_id: str, now: datetime) -> MemberUsage:
         """Strongly consistent: a turn whose count lost a race reads what won."""
-        month = month_of(now)
-        item = self.client.get_item(
-            TableName=self._table,
-            Key=self.month_key(user_id, project_id, month),
-            ConsistentRead=True,
-        ).get("Item")
-        return self.member_usage(item, month)
+        found = batch_get(
+            self.client,
+            {
+                self._table: {
+                    "Keys": self.turn_keys(user_id, project_id, now),
+                    "ConsistentRead": True,
+                }
+            },
+        )
+        return self.member_usage(found.get(self._table, []), now)
 
     def _expires(self, now: datetime) -> int:
         return int((now + self._kept).timestamp())
 
     def turn_writes(
-        self, user_id: str, project_id: str, read: MemberUsage, counts: Counts, now: datetime
+        self,
+        user_id: str,
+        project_id: str,
+        read: MemberUsage,
+        counts: Counts,
+        now: datetime,
+        session: SessionStep,
     ) -> list[dict[str, Any]]:
         """A turn's count, for its transaction: one update of the month item over the day it
-        read. On the month's first turn of a later day, the finished day is put apart and
-        the day's counters start from this turn. Refused (the transaction's condition) when
-        another turn moved the day meanwhile: read again and count again."""
+        read, with the member's session tally (``_session_clauses``). On the month's first
+        turn of a later day, the finished day is put apart and the day's counters start
+        from this turn. Refused (the transaction's condition) when another turn moved the
+        day or the session meanwhile: read again and count again."""
         today, month = day_of(now), month_of(now)
         names = {
             **_MONTH_NAMES,
@@ -153,12 +178,16 @@ class UsageStore:
             )
             condition = "#day = :before"
             values[":before"] = to_value(finished)
+        sets, adds, session_condition = _session_clauses(session, names, values)
+        expression = expression.replace("SET ", f"SET {sets}, ", 1)
+        if adds:
+            expression += f", {adds}"
         update = {
             "Update": {
                 "TableName": self._table,
                 "Key": self.month_key(user_id, project_id, month),
                 "UpdateExpression": expression,
-                "ConditionExpression": condition,
+                "ConditionExpression": f"({condition}) AND {session_condition}",
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
             }
@@ -269,3 +298,59 @@ class UsageStore:
             "ConsistentRead": True,
         }
         return delete_found(self.client, query, (OWNER, PERIOD), max_items)
+
+
+_SESSION_NAMES = {
+    "#sessionStart": "sessionStart",
+    "#sessionTurns": "sessionTurns",
+    "#sessionTokens": "sessionTokens",
+    "#lastTurnAt": "lastTurnAt",
+}
+
+
+def _tally(values: dict[str, Any] | None) -> SessionTally | None:
+    if not values or "sessionStart" not in values:
+        return None
+    return SessionTally(
+        started_at=values["sessionStart"],
+        last_turn_at=values["lastTurnAt"],
+        turns=int(values.get("sessionTurns", 0)),
+        tokens=int(values.get("sessionTokens", 0)),
+    )
+
+
+def _session_clauses(
+    step: SessionStep, names: dict[str, str], values: dict[str, Any]
+) -> tuple[str, str, str]:
+    """The month item's part of a session step: its SET and ADD clauses and its condition.
+    A session the item already counts adds to it, as long as it is still the one there; one
+    that starts, or that last month's item counted, is set whole over what the turn read
+    (nothing on this month's item, or the session and last turn it held)."""
+    names.update(_SESSION_NAMES)
+    tally, read = step.tally, step.read
+    values[":lastTurnAt"] = to_value(tally.last_turn_at)
+    if read is not None and not step.started and not step.carried:
+        values[":sessionStart"] = to_value(tally.started_at)
+        values[":sessionTurnsAdded"] = to_value(tally.turns - read.turns)
+        values[":sessionTokensAdded"] = to_value(tally.tokens - read.tokens)
+        return (
+            "#lastTurnAt = :lastTurnAt",
+            "#sessionTurns :sessionTurnsAdded, #sessionTokens :sessionTokensAdded",
+            "#sessionStart = :sessionStart",
+        )
+    values.update(
+        {
+            ":sessionStart": to_value(tally.started_at),
+            ":sessionTurns": to_value(tally.turns),
+            ":sessionTokens": to_value(tally.tokens),
+        }
+    )
+    sets = (
+        "#lastTurnAt = :lastTurnAt, #sessionStart = :sessionStart,"
+        " #sessionTurns = :sessionTurns, #sessionTokens = :sessionTokens"
+    )
+    if read is None or step.carried:
+        return sets, "", "attribute_not_exists(#sessionStart)"
+    values[":readStart"] = to_value(read.started_at)
+    values[":readLast"] = to_value(read.last_turn_at)
+    return sets, "", "#sessionStart = :readStart AND #lastTurnAt = :readLast"
