@@ -1,7 +1,7 @@
 """The WebSocket API's $connect authorizer verifies the HTTP API's JWT with PyJWT against
 the issuer's JWKS, served here by a local HTTP server at ``{issuer}/.well-known/jwks.json``
-(no network): signature, ``exp``, ``iss`` and ``aud`` (or ``client_id``), the token from
-the query string or the subprotocols."""
+(no network): signature, ``exp``, ``nbf``, ``iss`` and ``aud`` (or ``client_id``), the
+token from the query string or the subprotocols."""
 
 from __future__ import annotations
 
@@ -196,6 +196,18 @@ def test_a_token_from_another_issuer_is_refused(authorizer: ModuleType, issuer: 
 
 def test_a_token_for_another_audience_is_refused(authorizer: ModuleType, issuer: Issuer) -> None:
     refused(authorizer, query=token(issuer, aud="someone-else"))
+
+
+def test_a_token_not_valid_before_a_time_still_to_come_is_refused(
+    authorizer: ModuleType, issuer: Issuer
+) -> None:
+    # Given a token otherwise valid whose nbf is a minute away, and one whose nbf has passed
+    now = int(time.time())
+    early = token(issuer, nbf=now + 60)
+    due = token(issuer, nbf=now - 60)
+    # When / Then the early one is refused as an expired one is, and the other taken
+    refused(authorizer, query=early)
+    assert connect(authorizer, query=due)["principalId"] == "user-1"
 
 
 def test_a_token_signed_by_another_key_is_refused(authorizer: ModuleType, issuer: Issuer) -> None:
