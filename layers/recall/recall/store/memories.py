@@ -33,6 +33,7 @@ from recall.domain.memory import (
 from recall.domain.turn_memory import MemoryChange
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.observability import logger
+from recall.retry import attempts
 from recall.settings import Settings
 from recall.store.cursors import (
     encode_cursor,
@@ -136,6 +137,7 @@ class MemoryStore:
         self._batch_base_seconds = settings.batch_retry_base_seconds
         self._transactions = MemoryTransactions(settings)
         self._attempts = settings.memory_write_attempts
+        self._backoff_seconds = settings.batch_retry_base_seconds
         self._retry_after = settings.retry_after_seconds
 
     @property
@@ -337,7 +339,7 @@ class MemoryStore:
         sk = entry_sk(entry.key, entry.conversation_id)
         background = entry.source in BACKGROUND_SOURCES
         reclaimed = False
-        for _ in range(self._attempts):
+        for _ in attempts(self._attempts, self._backoff_seconds):
             current = self._current(owner, sk)
             if current is not None and kept_times(entry) and current.entry() == entry:
                 return entry, False
@@ -383,7 +385,7 @@ class MemoryStore:
         owner = owner_key(user_id, project_id)
         sk = entry_sk(key, conversation_id)
         background = source in BACKGROUND_SOURCES
-        for _ in range(self._attempts):
+        for _ in attempts(self._attempts, self._backoff_seconds):
             current = self._current(owner, sk)
             if current is None or not is_active(current.entry(), now):
                 return None
@@ -522,7 +524,7 @@ class MemoryStore:
         owner renewed it). A delete that only met another transaction (a turn's, on the
         entry's counter) is read again and sent again, not taken for a change: the entry's
         due bucket may be past the schedule's look-back by its next run."""
-        for attempt in range(1, self._attempts + 1):
+        for attempt in attempts(self._attempts, self._backoff_seconds):
             current = self._current(owner, sk)
             if current is None or is_active(current.entry(), now):
                 return False
@@ -531,7 +533,7 @@ class MemoryStore:
                     TransactItems=self._transactions.removal(owner, current, None, now)
                 )
             except ClientError as exc:
-                if collided(exc) and attempt < self._attempts:
+                if collided(exc) and attempt + 1 < self._attempts:
                     continue
                 error = translate(exc)
                 if isinstance(error, Conflict) and not collided(exc):
