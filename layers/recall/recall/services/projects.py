@@ -15,7 +15,8 @@ from recall.services.access import ProjectAccess
 from recall.services.presets import setting_limits
 from recall.settings import Settings
 from recall.store.keys import USER_ID_MAX_BYTES, fits_user_id
-from recall.store.projects import ROLE_LOST, ProjectStore
+from recall.store.project_items import ROLE_LOST
+from recall.store.projects import ProjectStore
 
 MANAGERS = roles_reaching(Role.OWNER)
 """Who may manage members: re-checked by each member change's own transaction."""

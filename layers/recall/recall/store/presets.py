@@ -26,7 +26,8 @@ from recall.store.dynamodb import (
     to_value,
     translate,
 )
-from recall.store.projects import ROLE_LOST, ProjectStore, project_key
+from recall.store.project_items import ROLE_LOST, project_key
+from recall.store.projects import ProjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
