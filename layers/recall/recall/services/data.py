@@ -32,8 +32,8 @@ from recall.domain.exports import (
     document_frame,
 )
 from recall.domain.ids import is_id, new_id
+from recall.domain.import_rules import ImportLimits
 from recall.domain.imports import (
-    ImportLimits,
     ImportProgress,
     ImportStatus,
     parse_document,
