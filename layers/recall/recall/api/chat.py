@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from recall.api.models import Body, EffectiveSettingsView, MessageView, UsageView, View
 from recall.domain.context import TurnContext
@@ -47,7 +47,7 @@ class ChatRequest(Body):
 
 
 class TurnConversationView(View):
-    id: str
+    id: str = Field(validation_alias=AliasChoices("id", "conversation_id"))
     title: str
     created: bool
 
@@ -75,32 +75,14 @@ class ChatReply(View):
 
     @classmethod
     def of(cls, outcome: TurnOutcome) -> ChatReply:
-        return cls(
-            conversation=TurnConversationView(
-                id=outcome.conversation.conversation_id,
-                title=outcome.conversation.title,
-                created=outcome.created,
-            ),
-            message=MessageView.of(outcome.message),
-            memories_saved=[
-                SavedMemoryView(
-                    key=entry.key, value=entry.value, category=entry.category, scope=entry.scope
-                )
-                for entry in outcome.memories_saved
-            ],
-            memories_forgotten=outcome.memories_forgotten,
-            nudge=NudgeView(
-                show=outcome.nudge.show,
-                turns=outcome.nudge.turns,
-                threshold=outcome.nudge.threshold,
-            ),
-            usage=UsageView.of(outcome.usage),
-        )
+        """The outcome's parts, read from their attributes; its thread with ``created``."""
+        thread = {**dict(outcome.conversation), "created": outcome.created}
+        return cls.model_validate({**vars(outcome), "conversation": thread}, from_attributes=True)
 
 
 class WindowMessageView(View):
     role: str
-    content: str
+    content: str = Field(validation_alias=AliasChoices("content", "text"))
 
 
 class ContextPreview(View):
@@ -137,15 +119,15 @@ class ContextPreview(View):
             project_context=context.project_context,
             summary=context.summary,
             context_prompts=[
-                WindowMessageView(role=message.role, content=message.text)
+                WindowMessageView.model_validate(message, from_attributes=True)
                 for message in request.messages[:prompts]
             ],
             window=[
-                WindowMessageView(role=message.role, content=message.text)
+                WindowMessageView.model_validate(message, from_attributes=True)
                 for message in request.messages[prompts:]
             ],
             tools=[tool.name for tool in request.tools],
-            settings=EffectiveSettingsView(**settings.model_dump()),
+            settings=EffectiveSettingsView.model_validate(settings, from_attributes=True),
             token_estimate=tokens,
         )
 
