@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from recall.domain.prompt import ModelRequest
 from recall.errors import InProgress, Invalid, ModelFailed
 from recall.observability import logger
 from recall.settings import Settings
-from recall.store.idempotency import persistence_layer
+from recall.store.idempotency import SettingsRecords
 
 if TYPE_CHECKING:
     from recall.services.chat import TurnOutcome
@@ -184,6 +185,49 @@ def replayed(answer: Answer) -> ChatReply:
 TURN_RECORDS = "chat-turn"
 
 
+class _TurnConfig(IdempotencyConfig):
+    """Powertools' configuration of the turns' records, whose Lambda context (what an
+    in-progress record's expiry is counted from) is the calling thread's: ``make dev`` runs
+    the chat route and the WebSocket worker in one process, each with its own context."""
+
+    def __init__(self, **options: Any) -> None:
+        self._contexts = threading.local()
+        super().__init__(**options)
+
+    @property
+    def lambda_context(self) -> LambdaContext | None:
+        context: LambdaContext | None = getattr(self._contexts, "context", None)
+        return context
+
+    @lambda_context.setter
+    def lambda_context(self, context: LambdaContext | None) -> None:
+        self._contexts.context = context
+
+
+_TURNS = _TurnConfig(
+    event_key_jmespath="[user, project, key]", payload_validation_jmespath="payload"
+)
+
+
+def _produced(request: dict[str, Any], produce: Callable[[], Answer], kept: list[Answer]) -> Answer:
+    """The turn's answer, also kept in ``kept``: a record that cannot be completed once the
+    turn ran still answers with it (``answer_once``)."""
+    kept.append(produce())
+    return kept[0]
+
+
+# Made once, at import; the records are the settings' table's, reached on first use.
+_answered_once: Callable[..., Answer] = idempotent_function(
+    _produced,
+    data_keyword_argument="request",
+    # Not the function's name, Powertools' default: the chat route and the WebSocket
+    # worker are two functions in AWS, and one key must find one record from either.
+    key_prefix=TURN_RECORDS,
+    persistence_store=SettingsRecords(),
+    config=_TURNS,
+)
+
+
 def answer_once(
     settings: Settings,
     context: LambdaContext | None,
@@ -205,32 +249,15 @@ def answer_once(
             [{"field": "Idempotency-Key", "message": "at most 255 characters"}],
         )
     authorise()
-    config = IdempotencyConfig(
-        event_key_jmespath="[user, project, key]",
-        payload_validation_jmespath="payload",
-        expires_after_seconds=settings.idempotency_ttl_seconds,
-    )
-    if context is not None:
-        config.register_lambda_context(context)
-
+    # This invocation's, or none: never an earlier one's on this thread.
+    _TURNS.lambda_context = context
     produced: list[Answer] = []
-
-    def run(request: dict[str, Any]) -> Answer:
-        produced.append(produce())
-        return produced[0]
-
-    once = idempotent_function(
-        data_keyword_argument="request",
-        # Not the function's name, Powertools' default: the chat route and the WebSocket
-        # worker are two functions in AWS, and one key must find one record from either.
-        key_prefix=TURN_RECORDS,
-        persistence_store=persistence_layer(
-            settings.idempotency_table, settings.dynamodb_max_attempts
-        ),
-        config=config,
-    )(run)
     try:
-        answer: Answer = once(request={**scope, "key": idempotency_key, "payload": payload})
+        answer = _answered_once(
+            request={**scope, "key": idempotency_key, "payload": payload},
+            produce=produce,
+            kept=produced,
+        )
     except IdempotencyValidationError as exc:
         raise Invalid(
             "This Idempotency-Key was used with a different request body.",
