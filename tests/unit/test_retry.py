@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from recall.retry import BACKOFF_CEILING_SECONDS, attempts, backoff_seconds
 
 
@@ -54,3 +56,15 @@ def test_no_attempt_at_all_when_none_are_allowed() -> None:
 
 def test_the_backoff_never_passes_its_ceiling() -> None:
     assert all(backoff_seconds(30, 10.0) <= BACKOFF_CEILING_SECONDS for _ in range(100))
+
+
+def test_without_a_sleep_given_it_pauses_with_time_sleep_as_it_is_then(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given time.sleep replaced after the policy was imported
+    slept: list[float] = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    # When three attempts run
+    assert list(attempts(3, 0.1)) == [0, 1, 2]
+    # Then both pauses went through the replacement
+    assert len(slept) == 2

@@ -24,12 +24,13 @@ def backoff_seconds(attempt: int, base_seconds: float) -> float:
 
 
 def attempts(
-    count: int, base_seconds: float, *, sleep: Callable[[float], None] = time.sleep
+    count: int, base_seconds: float, *, sleep: Callable[[float], None] | None = None
 ) -> Iterator[int]:
     """The attempt numbers ``0`` to ``count - 1``. Before each attempt after the first it
     pauses for ``backoff_seconds(attempt - 1, base_seconds)``; never before the first, and
-    never after the last (the loop has ended: nobody waits for nothing)."""
+    never after the last (the loop has ended: nobody waits for nothing). ``sleep`` is
+    ``time.sleep`` as it is when the pause comes, so a test that replaces it is obeyed."""
     for attempt in range(count):
         if attempt:
-            sleep(backoff_seconds(attempt - 1, base_seconds))
+            (sleep or time.sleep)(backoff_seconds(attempt - 1, base_seconds))
         yield attempt
