@@ -29,7 +29,7 @@ from recall.domain.jobs import SummarizeJob
 from recall.domain.prompt import ModelReply, ModelRequest, PromptMessage
 from recall.observability import logger
 from recall.providers import OfflineProvider
-from recall.providers.bedrock import converse_params
+from recall.providers.converse_request import converse_params
 from recall.settings import get_settings
 
 USER = "bench-cache-user"

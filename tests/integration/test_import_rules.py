@@ -315,6 +315,32 @@ def test_a_number_dynamodb_cannot_hold_in_a_message_is_a_422_naming_it(
     assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
 
 
+def test_a_negative_token_count_in_a_message_is_a_422_naming_it(
+    alice: Api, make_project: MakeProject
+) -> None:
+    # Given: a reply whose usage counts fewer than no tokens
+    project = make_project(alice)
+    at = "2025-03-01T09:00:00.000Z"
+    conversation = exported_thread(
+        [("user", "Keep it dark", at), ("assistant", "Dark", at)], at, at
+    )
+    conversation["messages"][1]["usage"] = {
+        "inputTokens": -1,
+        "outputTokens": 5,
+        "cacheReadInputTokens": -20,
+        "cacheWriteInputTokens": -3,
+    }
+    # When
+    imported = alice.post(f"/projects/{project}/import", exported([], conversation))
+    # Then: each negative count is named, and nothing was started
+    assert fields(imported) == [
+        "conversations.0.messages.1.usage.inputTokens",
+        "conversations.0.messages.1.usage.cacheReadInputTokens",
+        "conversations.0.messages.1.usage.cacheWriteInputTokens",
+    ]
+    assert alice.get(f"/projects/{project}/conversations").body["conversations"] == []
+
+
 def client_error(code: str, status: int) -> ClientError:
     return ClientError(
         {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "PutItem"

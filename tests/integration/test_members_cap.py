@@ -21,7 +21,7 @@ from recall.errors import Conflict
 from recall.settings import get_settings
 from recall.store.dynamodb import batch_write, dynamodb_client, to_item, to_value
 from recall.store.keys import USER_ID_MAX_BYTES
-from recall.store.projects import MemberItem
+from recall.store.project_items import MemberItem
 from recall.wiring import project_service, project_store, usage_store
 from tests.integration.conftest import Api, new_user, transactions_after_every_racer_read
 

@@ -552,7 +552,7 @@ def test_a_save_that_keeps_meeting_other_transactions_gives_up_with_409_and_retr
     thread = started_thread(alice, project)
     user = alice.sub or ""
     before = snapshot(user, project, thread)
-    monkeypatch.setattr("recall.services.chat.time.sleep", lambda _: None)
+    monkeypatch.setattr("recall.retry.time.sleep", lambda _: None)
     met = written_to("conversations_table", "Update")
     with colliding(dynamodb_client(), met, ALWAYS) as collisions:
         reply = say(alice, project, "busy?", thread)

@@ -179,7 +179,7 @@ def test_a_turn_that_gives_up_answers_409_with_retry_after_and_writes_nothing(
         "id"
     ]
     pauses: list[float] = []
-    monkeypatch.setattr("recall.services.chat.time.sleep", pauses.append)
+    monkeypatch.setattr("recall.retry.time.sleep", pauses.append)
     raw = boto3.client("dynamodb")
 
     def rival_saves_first() -> None:

@@ -18,8 +18,8 @@ from recall.domain.consolidation import (
     apply_plan,
     plan_consolidation,
 )
-from recall.domain.extraction import opposed, when_said
 from recall.domain.memory import Category, MemoryEntry, Scope, Source
+from recall.domain.same_meaning import opposed, when_said
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 CAP = 50

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from recall.domain.extraction import (
+from recall.domain.memory import Category, MemoryEntry
+from recall.domain.same_meaning import (
     Polarity,
     contradicts,
     duplicates,
@@ -15,7 +16,6 @@ from recall.domain.extraction import (
     same_subject,
     same_value,
 )
-from recall.domain.memory import Category, MemoryEntry
 
 
 def entry(key: str, value: str = "v", category: Category = Category.PREFERENCES) -> MemoryEntry:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from recall.domain.imports import ImportLimits, parse_document, plan_import
+from recall.domain.import_rules import ImportLimits
+from recall.domain.imports import parse_document, plan_import
 from recall.domain.memory import Source
 from recall.domain.presets import PresetLimits, SettingLimits
 from recall.errors import Invalid

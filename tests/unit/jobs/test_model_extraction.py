@@ -19,10 +19,10 @@ from recall.domain.memory import Category, Source
 from recall.domain.messages import Message
 from recall.domain.prompt import ModelReply, ModelRequest, ToolCall
 from recall.domain.summary import RollingSummary
+from recall.model_wiring import ModelChoice, memory_extractor, summarizer
 from recall.providers.bedrock import BedrockProvider
 from recall.services.extraction import RECORD_MEMORIES, ModelExtractor
 from recall.settings import Settings
-from recall.wiring import ModelChoice, memory_extractor, summarizer
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 LLAMA = "us.meta.llama3-3-70b-instruct-v1:0"

@@ -13,7 +13,8 @@ from recall.domain.messages import Message
 from recall.domain.projects import Project
 from recall.domain.prompt import ModelRequest
 from recall.domain.tools import TOOL_INSTRUCTIONS
-from recall.providers.bedrock import BedrockProvider, caches_prompts, converse_params
+from recall.providers.bedrock import BedrockProvider, caches_prompts
+from recall.providers.converse_request import converse_params
 from recall.settings import Settings
 
 CACHING = "anthropic.claude-3-5-haiku-20241022-v1:0"

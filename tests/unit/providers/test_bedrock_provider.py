@@ -33,7 +33,8 @@ from recall.domain.prompt import (
     ToolSpec,
 )
 from recall.domain.tools import MEMORY_TOOLS
-from recall.providers.bedrock import WINDOW_OPENING, BedrockProvider
+from recall.providers.bedrock import BedrockProvider
+from recall.providers.converse_request import WINDOW_OPENING
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 SYSTEM = ["You are a helpful store assistant.", "<project_memory>\n</project_memory>"]

@@ -24,7 +24,8 @@ from recall.domain.prompt import (
     ToolCall,
 )
 from recall.domain.tools import MEMORY_TOOLS
-from recall.providers.bedrock import BedrockProvider, streamed_reply
+from recall.providers.bedrock import BedrockProvider
+from recall.providers.converse_reply import streamed_reply
 from recall.providers.json_protocol import JsonProtocolProvider
 from recall.providers.offline import OfflineProvider, stream_chunks
 

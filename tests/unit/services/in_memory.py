@@ -46,7 +46,7 @@ from recall.services.turn_context import TurnContextLoader
 from recall.settings import Settings
 from recall.store.memories import HeldMemory
 from recall.store.memory_transactions import TurnMemoryWrites
-from recall.store.projects import ROLE_LOST
+from recall.store.project_items import ROLE_LOST
 from recall.store.turns import ConversationChanged, SavedTurn, TurnReads
 
 Thread = tuple[str, str, str]  # user, project, conversation

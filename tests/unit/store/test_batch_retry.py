@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from recall.errors import Throttled
+from recall.retry import BACKOFF_CEILING_SECONDS
 from recall.settings import Settings
 from recall.store.dynamodb import (
-    BACKOFF_CEILING_SECONDS,
     BATCH_GET_MAX_KEYS,
     batch_delete,
     batch_get,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from recall.api.models import Body, EffectiveSettingsView, MessageView, UsageView, View
 from recall.domain.context import TurnContext
@@ -22,7 +23,7 @@ from recall.domain.prompt import ModelRequest
 from recall.errors import InProgress, Invalid, ModelFailed
 from recall.observability import logger
 from recall.settings import Settings
-from recall.store.idempotency import persistence_layer
+from recall.store.idempotency import SettingsRecords
 
 if TYPE_CHECKING:
     from recall.services.chat import TurnOutcome
@@ -47,7 +48,7 @@ class ChatRequest(Body):
 
 
 class TurnConversationView(View):
-    id: str
+    id: str = Field(validation_alias=AliasChoices("id", "conversation_id"))
     title: str
     created: bool
 
@@ -75,32 +76,14 @@ class ChatReply(View):
 
     @classmethod
     def of(cls, outcome: TurnOutcome) -> ChatReply:
-        return cls(
-            conversation=TurnConversationView(
-                id=outcome.conversation.conversation_id,
-                title=outcome.conversation.title,
-                created=outcome.created,
-            ),
-            message=MessageView.of(outcome.message),
-            memories_saved=[
-                SavedMemoryView(
-                    key=entry.key, value=entry.value, category=entry.category, scope=entry.scope
-                )
-                for entry in outcome.memories_saved
-            ],
-            memories_forgotten=outcome.memories_forgotten,
-            nudge=NudgeView(
-                show=outcome.nudge.show,
-                turns=outcome.nudge.turns,
-                threshold=outcome.nudge.threshold,
-            ),
-            usage=UsageView.of(outcome.usage),
-        )
+        """The outcome's parts, read from their attributes; its thread with ``created``."""
+        thread = {**dict(outcome.conversation), "created": outcome.created}
+        return cls.model_validate({**vars(outcome), "conversation": thread}, from_attributes=True)
 
 
 class WindowMessageView(View):
     role: str
-    content: str
+    content: str = Field(validation_alias=AliasChoices("content", "text"))
 
 
 class ContextPreview(View):
@@ -137,15 +120,15 @@ class ContextPreview(View):
             project_context=context.project_context,
             summary=context.summary,
             context_prompts=[
-                WindowMessageView(role=message.role, content=message.text)
+                WindowMessageView.model_validate(message, from_attributes=True)
                 for message in request.messages[:prompts]
             ],
             window=[
-                WindowMessageView(role=message.role, content=message.text)
+                WindowMessageView.model_validate(message, from_attributes=True)
                 for message in request.messages[prompts:]
             ],
             tools=[tool.name for tool in request.tools],
-            settings=EffectiveSettingsView(**settings.model_dump()),
+            settings=EffectiveSettingsView.model_validate(settings, from_attributes=True),
             token_estimate=tokens,
         )
 
@@ -202,6 +185,49 @@ def replayed(answer: Answer) -> ChatReply:
 TURN_RECORDS = "chat-turn"
 
 
+class _TurnConfig(IdempotencyConfig):
+    """Powertools' configuration of the turns' records, whose Lambda context (what an
+    in-progress record's expiry is counted from) is the calling thread's: ``make dev`` runs
+    the chat route and the WebSocket worker in one process, each with its own context."""
+
+    def __init__(self, **options: Any) -> None:
+        self._contexts = threading.local()
+        super().__init__(**options)
+
+    @property
+    def lambda_context(self) -> LambdaContext | None:
+        context: LambdaContext | None = getattr(self._contexts, "context", None)
+        return context
+
+    @lambda_context.setter
+    def lambda_context(self, context: LambdaContext | None) -> None:
+        self._contexts.context = context
+
+
+_TURNS = _TurnConfig(
+    event_key_jmespath="[user, project, key]", payload_validation_jmespath="payload"
+)
+
+
+def _produced(request: dict[str, Any], produce: Callable[[], Answer], kept: list[Answer]) -> Answer:
+    """The turn's answer, also kept in ``kept``: a record that cannot be completed once the
+    turn ran still answers with it (``answer_once``)."""
+    kept.append(produce())
+    return kept[0]
+
+
+# Made once, at import; the records are the settings' table's, reached on first use.
+_answered_once: Callable[..., Answer] = idempotent_function(
+    _produced,
+    data_keyword_argument="request",
+    # Not the function's name, Powertools' default: the chat route and the WebSocket
+    # worker are two functions in AWS, and one key must find one record from either.
+    key_prefix=TURN_RECORDS,
+    persistence_store=SettingsRecords(),
+    config=_TURNS,
+)
+
+
 def answer_once(
     settings: Settings,
     context: LambdaContext | None,
@@ -223,32 +249,15 @@ def answer_once(
             [{"field": "Idempotency-Key", "message": "at most 255 characters"}],
         )
     authorise()
-    config = IdempotencyConfig(
-        event_key_jmespath="[user, project, key]",
-        payload_validation_jmespath="payload",
-        expires_after_seconds=settings.idempotency_ttl_seconds,
-    )
-    if context is not None:
-        config.register_lambda_context(context)
-
+    # This invocation's, or none: never an earlier one's on this thread.
+    _TURNS.lambda_context = context
     produced: list[Answer] = []
-
-    def run(request: dict[str, Any]) -> Answer:
-        produced.append(produce())
-        return produced[0]
-
-    once = idempotent_function(
-        data_keyword_argument="request",
-        # Not the function's name, Powertools' default: the chat route and the WebSocket
-        # worker are two functions in AWS, and one key must find one record from either.
-        key_prefix=TURN_RECORDS,
-        persistence_store=persistence_layer(
-            settings.idempotency_table, settings.dynamodb_max_attempts
-        ),
-        config=config,
-    )(run)
     try:
-        answer: Answer = once(request={**scope, "key": idempotency_key, "payload": payload})
+        answer = _answered_once(
+            request={**scope, "key": idempotency_key, "payload": payload},
+            produce=produce,
+            kept=produced,
+        )
     except IdempotencyValidationError as exc:
         raise Invalid(
             "This Idempotency-Key was used with a different request body.",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.shared.json_encoder import Encoder
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from recall.api.models import View
 from recall.domain.exports import answer_text
@@ -14,7 +14,7 @@ from recall.domain.imports import ImportProgress, ImportStatus
 
 
 class ImportProgressView(View):
-    id: str
+    id: str = Field(validation_alias=AliasChoices("id", "import_id"))
     status: ImportStatus
     threads_total: int
     threads_done: int
@@ -27,7 +27,7 @@ class ImportProgressView(View):
 
     @classmethod
     def of(cls, progress: ImportProgress) -> ImportProgressView:
-        return cls(id=progress.import_id, **progress.model_dump(exclude={"import_id", "counted"}))
+        return cls.model_validate(progress, from_attributes=True)
 
 
 # The export's answer is UTF-8 and says so: its size is counted as sent (``answer_size``).

@@ -64,18 +64,7 @@ class MemoryView(View):
 
     @classmethod
     def of(cls, entry: MemoryEntry) -> MemoryView:
-        return cls(
-            key=entry.key,
-            value=entry.value,
-            category=entry.category,
-            scope=entry.scope,
-            conversation_id=entry.conversation_id,
-            source=entry.source,
-            confidence=entry.confidence,
-            created_at=entry.created_at,
-            updated_at=entry.updated_at,
-            expires_at=entry.expires_at,
-        )
+        return cls.model_validate(entry, from_attributes=True)
 
 
 class MemoryList(View):
@@ -95,15 +84,7 @@ class HistoryRecordView(View):
 
     @classmethod
     def of(cls, record: HistoryRecord) -> HistoryRecordView:
-        return cls(
-            action=record.action,
-            old_value=record.old_value,
-            new_value=record.new_value,
-            category=record.category,
-            source=record.source,
-            reason=record.reason,
-            at=record.at,
-        )
+        return cls.model_validate(record, from_attributes=True)
 
 
 class MemoryHistory(View):

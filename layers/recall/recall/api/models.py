@@ -1,17 +1,24 @@
-"""Request and response bodies of the HTTP API (camelCase on the wire). Responses are
-mapped explicitly from domain models; a response is never a raw DynamoDB item."""
+"""Request and response bodies of the HTTP API (camelCase on the wire). A response is read
+from its domain model's attributes (``model_validate(domain, from_attributes=True)``),
+its fields named as the API names them (``id`` for a ``conversation_id``); it is never a
+raw DynamoDB item."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AliasChoices,
+    AliasPath,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
     StrictInt,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -79,7 +86,7 @@ class SettingsView(View):
 
     @classmethod
     def of(cls, settings: ThreadSettings) -> SettingsView:
-        return cls(**settings.model_dump())
+        return cls.model_validate(settings, from_attributes=True)
 
 
 class EffectiveSettingsView(View):
@@ -119,7 +126,7 @@ class UpdateProjectRequest(Body):
 
 
 class ProjectView(View):
-    id: str
+    id: str = Field(validation_alias=AliasChoices("id", "project_id"))
     name: str
     context: dict[str, Any]
     settings: SettingsView
@@ -129,15 +136,8 @@ class ProjectView(View):
 
     @classmethod
     def of(cls, project: Project, role: Role) -> ProjectView:
-        return cls(
-            id=project.project_id,
-            name=project.name,
-            context=project.context,
-            settings=SettingsView.of(project.settings),
-            role=role,
-            created_at=project.created_at,
-            updated_at=project.updated_at,
-        )
+        """The project's fields, and the caller's ``role`` on it."""
+        return cls.model_validate({**dict(project), "role": role}, from_attributes=True)
 
 
 class ProjectList(View):
@@ -159,25 +159,30 @@ class BudgetView(View):
 
     @classmethod
     def of(cls, budget: Budget | None) -> BudgetView | None:
-        return cls(**budget.model_dump()) if budget is not None and not budget.empty() else None
+        shown = _limits(budget)
+        return None if shown is None else cls.model_validate(shown, from_attributes=True)
+
+
+def _limits(budget: Any) -> Any:
+    """A budget that sets no limit shows as none."""
+    return None if isinstance(budget, Budget) and budget.empty() else budget
+
+
+# A member's budget as the API shows it: null when it sets no limit.
+MemberBudget = Annotated[BudgetView | None, BeforeValidator(_limits)]
 
 
 class MemberView(View):
     user_id: str
     role: Role
     added_at: str
-    budget: BudgetView | None = Field(
+    budget: MemberBudget = Field(
         default=None, description="The member's limits (PUT …/members/{userId}/budget)."
     )
 
     @classmethod
     def of(cls, member: Member) -> MemberView:
-        return cls(
-            user_id=member.user_id,
-            role=member.role,
-            added_at=member.added_at,
-            budget=BudgetView.of(member.budget),
-        )
+        return cls.model_validate(member, from_attributes=True)
 
 
 class ErasureView(View):
@@ -219,7 +224,7 @@ class UpdateConversationRequest(Body):
 
 
 class ConversationView(View):
-    id: str
+    id: str = Field(validation_alias=AliasChoices("id", "conversation_id"))
     title: str
     model: str | None
     archived: bool
@@ -228,13 +233,19 @@ class ConversationView(View):
     created_at: str
     updated_at: str
     period: Period = Field(
+        # Read from a thread, it is its updatedAt's group (``_group_of``).
+        validation_alias=AliasChoices("period", "updated_at"),
         description="The list's group for the thread, by its last update: today, "
-        "yesterday, previous7Days, previous30Days or older."
+        "yesterday, previous7Days, previous30Days or older.",
     )
     preset_id: str | None = Field(
-        default=None, description="The preset the thread started from (kept if deleted)."
+        default=None,
+        validation_alias=AliasChoices("preset_id", AliasPath("preset", "preset_id")),
+        description="The preset the thread started from (kept if deleted).",
     )
-    preset_name: str | None = None
+    preset_name: str | None = Field(
+        default=None, validation_alias=AliasChoices("preset_name", AliasPath("preset", "name"))
+    )
     settings: SettingsView | None = Field(
         default=None, description="The thread's own overrides; null: it follows."
     )
@@ -244,25 +255,19 @@ class ConversationView(View):
         "longer sees it or anything older.",
     )
 
+    @field_validator("period", mode="before")
+    @classmethod
+    def _group_of(cls, value: Any, info: ValidationInfo) -> Any:
+        """A period given is kept; a thread's ``updated_at`` gives the group it falls in: the
+        list's (``period`` in the context, computed once for its page) or as of now."""
+        if value in set(Period):
+            return value
+        return (info.context or {}).get("period") or period_of(value, clock.now())
+
     @classmethod
     def of(cls, conversation: Conversation, period: Period | None = None) -> ConversationView:
         """``period``: the list's, computed once for its page; otherwise as of now."""
-        preset = conversation.preset
-        return cls(
-            preset_id=preset.preset_id if preset else None,
-            preset_name=preset.name if preset else None,
-            settings=SettingsView.of(conversation.settings) if conversation.settings else None,
-            id=conversation.conversation_id,
-            title=conversation.title,
-            model=conversation.model,
-            archived=conversation.archived,
-            message_count=conversation.message_count,
-            turn_count=conversation.turn_count,
-            created_at=conversation.created_at,
-            updated_at=conversation.updated_at,
-            period=period or period_of(conversation.updated_at, clock.now()),
-            cleared_after=conversation.cleared_after,
-        )
+        return cls.model_validate(conversation, from_attributes=True, context={"period": period})
 
 
 class ConversationList(View):
@@ -296,11 +301,11 @@ class UsageView(View):
 
     @classmethod
     def of(cls, usage: Usage) -> UsageView:
-        return cls(**usage.model_dump())
+        return cls.model_validate(usage, from_attributes=True)
 
 
 class MessageView(View):
-    id: str
+    id: str = Field(validation_alias=AliasChoices("id", "message_id"))
     role: str
     content: str
     tool_calls: list[ToolCallView]
@@ -313,18 +318,7 @@ class MessageView(View):
 
     @classmethod
     def of(cls, message: Message) -> MessageView:
-        return cls(
-            id=message.message_id,
-            role=message.role,
-            content=message.content,
-            tool_calls=[ToolCallView(**call.model_dump()) for call in message.tool_calls],
-            tool_results=[ToolResultView(**result.model_dump()) for result in message.tool_results],
-            model=message.model,
-            status=message.status,
-            error=message.error,
-            usage=UsageView.of(message.usage) if message.usage else None,
-            created_at=message.created_at,
-        )
+        return cls.model_validate(message, from_attributes=True)
 
 
 class ConversationDetail(View):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 
 from recall.api.models import Body, SettingsBody, SettingsView, View
 from recall.domain.presets import ContextPrompt, Preset
@@ -48,7 +48,7 @@ class ContextPromptView(View):
 
 
 class PresetView(View):
-    id: str
+    id: str = Field(validation_alias=AliasChoices("id", "preset_id"))
     name: str
     context_prompts: list[ContextPromptView]
     settings: SettingsView
@@ -57,17 +57,7 @@ class PresetView(View):
 
     @classmethod
     def of(cls, preset: Preset) -> PresetView:
-        return cls(
-            id=preset.preset_id,
-            name=preset.name,
-            context_prompts=[
-                ContextPromptView(role=prompt.role, content=prompt.content)
-                for prompt in preset.context_prompts
-            ],
-            settings=SettingsView.of(preset.settings),
-            created_at=preset.created_at,
-            updated_at=preset.updated_at,
-        )
+        return cls.model_validate(preset, from_attributes=True)
 
 
 class PresetList(View):

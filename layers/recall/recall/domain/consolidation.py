@@ -7,7 +7,7 @@ word for word, so nobody's memory says something they did not say. Expired entri
 (``is_active`` false) and thread entries are not considered at all.
 
 "Same subject", "same value", "duplicate", polarity and "opposed" are defined once, in
-``recall.domain.extraction``, and mean the same here. The steps, in order:
+``recall.domain.same_meaning``, and mean the same here. The steps, in order:
 
 1. MERGE duplicates: of each set of duplicates ONE entry stays as it is, the others are
    deleted into it, each only into one ranked before it. The one that stays is explicit
@@ -48,7 +48,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from recall.domain.extraction import (
+from recall.domain.memory import Category, MemoryEntry, Scope, Source, is_active, plain_text
+from recall.domain.same_meaning import (
     contradicts,
     duplicates,
     newest_first,
@@ -56,7 +57,6 @@ from recall.domain.extraction import (
     when_said,
     words,
 )
-from recall.domain.memory import Category, MemoryEntry, Scope, Source, is_active, plain_text
 
 # Values that say nothing, compared as their lowercased words joined by one space.
 GENERIC_VALUES = frozenset(

@@ -66,10 +66,12 @@ class ExportedToolResult(Wire):
 
 
 class ExportedUsage(Wire):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_write_input_tokens: int = 0
+    """A reply's token counts: none is below zero (an import refuses one, naming it)."""
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cache_read_input_tokens: int = Field(default=0, ge=0)
+    cache_write_input_tokens: int = Field(default=0, ge=0)
 
 
 class ExportedMessage(Wire):

@@ -1,7 +1,7 @@
 """The rules every part of an imported document is checked by, and the ids an import
-derives: errors collected with where they are in the document, times checked like the
-API's own, and ULIDs whose random part comes from what they name, so the same document
-always makes the same items."""
+derives: the bounds it is held to (``ImportLimits``), errors collected with where they are
+in the document, times checked like the API's own, and ULIDs whose random part comes from
+what they name, so the same document always makes the same items."""
 
 from __future__ import annotations
 
@@ -9,9 +9,28 @@ from datetime import UTC, datetime
 import hashlib
 from typing import Any
 
+from pydantic import BaseModel
+
 from recall.domain.clock import parse, stamp
 from recall.domain.ids import encode
+from recall.domain.presets import PresetLimits, SettingLimits
 from recall.errors import Invalid
+
+
+class ImportLimits(BaseModel):
+    """The bounds an import is held to (values from ``Settings``)."""
+
+    threads_max: int
+    messages_per_thread_max: int
+    message_max_chars: int
+    message_max_bytes: int
+    title_max_chars: int
+    memory_value_max_chars: int
+    memory_expiry_max_days: int
+    chunk_max_bytes: int
+    presets_max: int
+    preset: PresetLimits
+    settings: SettingLimits
 
 
 def digest(*parts: str) -> int:

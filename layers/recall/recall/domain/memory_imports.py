@@ -6,12 +6,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 import json
-from typing import TYPE_CHECKING
 
 from recall.domain.clock import stamp
 from recall.domain.exports import ExportDocument, ExportedMemory
 from recall.domain.import_chunks import ImportedMemory
-from recall.domain.import_rules import Problems, derived_id, moment_of, ms_of, stamp_of
+from recall.domain.import_rules import (
+    ImportLimits,
+    Problems,
+    derived_id,
+    moment_of,
+    ms_of,
+    stamp_of,
+)
 from recall.domain.memory import (
     HistoryRecord,
     MemoryEntry,
@@ -22,9 +28,6 @@ from recall.domain.memory import (
     expiry_too_far,
 )
 from recall.errors import Invalid
-
-if TYPE_CHECKING:
-    from recall.domain.imports import ImportLimits
 
 
 def checked_memories(

@@ -30,8 +30,8 @@ import hashlib
 from typing import Final
 import unicodedata
 
-from recall.domain.extraction import Polarity, changed_value, fold, polarity
 from recall.domain.memory import Category, MemoryEntry, plain_text
+from recall.domain.same_meaning import Polarity, changed_value, fold, polarity
 from recall.domain.tools import MAX_VALUE_LENGTH
 from recall.domain.utterance_patterns import (
     BRAND,
@@ -201,7 +201,7 @@ def _same_rule(proposal: MemoryProposal, entry: MemoryEntry) -> bool:
 
 def _changes_value(proposal: MemoryProposal, entry: MemoryEntry) -> bool:
     """The proposal gives the held entry's thing another value on a scale (see
-    ``recall.domain.extraction``): one category, neither a prohibition."""
+    ``recall.domain.same_meaning``): one category, neither a prohibition."""
     if proposal.category is not entry.category:
         return False
     said = MemoryEntry(key=entry.key, value=proposal.value, category=proposal.category)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-import time
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -34,12 +33,12 @@ from recall.domain.usage import Counts
 from recall.domain.window import next_window
 from recall.errors import Conflict, Invalid, ModelFailed
 from recall.observability import logger, metrics
+from recall.retry import attempts
 from recall.services.followups import TurnFollowUps
 from recall.services.memories import MemoryService
 from recall.services.tool_loop import ToolLoop
 from recall.services.turn_context import LoadedTurn, TurnContextLoader
 from recall.settings import Settings
-from recall.store.dynamodb import backoff_seconds
 from recall.store.memories import HeldMemory, MemoryStore
 from recall.store.memory_transactions import TurnMemoryWrites
 from recall.store.turns import (
@@ -206,9 +205,7 @@ class ChatService:
         previous_ended = False
         # Entries the tools saved that could not land: the thread and reply say so.
         unsaved: list[tuple[str, str | None]] = []
-        for attempt in range(settings.turn_retry_max):
-            if attempt:
-                time.sleep(backoff_seconds(attempt - 1, settings.turn_retry_base_seconds))
+        for attempt in attempts(settings.turn_retry_max, settings.turn_retry_base_seconds):
             now = clock.now()
             at = clock.stamp(now)
             told = with_unsaved(exchange, unsaved)

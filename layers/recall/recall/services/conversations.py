@@ -19,6 +19,7 @@ from recall.domain.presets import (
 )
 from recall.errors import Conflict, Invalid, NotFound
 from recall.observability import logger, metrics
+from recall.retry import attempts
 from recall.services.access import ProjectAccess
 from recall.services.presets import setting_limits, unknown_preset
 from recall.settings import Settings
@@ -106,8 +107,9 @@ class ConversationService:
         thread changed in a way the write depends on (its archive flag, whether it has
         overrides, a later ``updatedAt``), it is read again and the PATCH applied again."""
         self._access.require(user_id, project_id, Role.EDITOR)
-        attempts = self._settings.thread_change_attempts
-        for attempt in range(attempts):
+        for attempt in attempts(
+            self._settings.thread_change_attempts, self._settings.turn_retry_base_seconds
+        ):
             seen = self._owned(user_id, project_id, conversation_id)
             if isinstance(settings, dict):
                 # Checked as merged, as the thread will hold them; each bound is a single

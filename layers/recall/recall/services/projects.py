@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from recall.domain import clock
@@ -11,11 +12,13 @@ from recall.domain.presets import ThreadSettings, checked_settings
 from recall.domain.projects import Member, Project, checked_context, checked_name, owner_delta
 from recall.errors import Conflict, Forbidden, Invalid, NotFound
 from recall.observability import logger
+from recall.retry import attempts
 from recall.services.access import ProjectAccess
 from recall.services.presets import setting_limits
 from recall.settings import Settings
 from recall.store.keys import USER_ID_MAX_BYTES, fits_user_id
-from recall.store.projects import ROLE_LOST, ProjectStore
+from recall.store.project_items import ROLE_LOST
+from recall.store.projects import ProjectStore
 
 MANAGERS = roles_reaching(Role.OWNER)
 """Who may manage members: re-checked by each member change's own transaction."""
@@ -107,7 +110,7 @@ class ProjectService:
                     }
                 ],
             )
-        for attempt in range(self._settings.member_change_attempts):
+        for attempt in self._member_attempts():
             held = self._projects.member_of(project_id, member_id)
             before = held.role if held is not None else None
             if held is not None and before is role:
@@ -151,7 +154,7 @@ class ProjectService:
         self._access.require(user_id, project_id, Role.OWNER)
         if not fits_user_id(member_id):
             raise NotFound("That user is not a member of this project.")
-        for attempt in range(self._settings.member_change_attempts):
+        for attempt in self._member_attempts():
             before = self._projects.role_of(project_id, member_id)
             if before is None:
                 raise NotFound("That user is not a member of this project.")
@@ -175,6 +178,12 @@ class ProjectService:
                 continue
             logger.info("member removed", extra={"project_id": project_id, "was": before})
             return
+
+    def _member_attempts(self) -> Iterator[int]:
+        """A member change's attempts: it is read and sent again when another change to the
+        project's members got there first."""
+        settings = self._settings
+        return attempts(settings.member_change_attempts, settings.batch_retry_base_seconds)
 
     @staticmethod
     def _still_owner_if_self(user_id: str, member_id: str, before: Role | None) -> None:

@@ -29,8 +29,8 @@ from recall.domain.turn_memory import TurnMemory
 from recall.domain.turns import Exchange, ToolRound
 from recall.errors import DomainError
 from recall.observability import logger
+from recall.retry import backoff_seconds
 from recall.services.memories import MemoryService
-from recall.store.dynamodb import backoff_seconds
 
 # A call with less time than this left is not made: it could not finish.
 CALL_SECONDS_MIN = 1.0

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Context, Decimal
 from functools import lru_cache
-import random
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from botocore.retries.standard import (
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from recall import retry
 from recall.domain.numbers import NUMBER_MAX_DIGITS, storable_number
 from recall.errors import Conflict, DomainError, Throttled, Unavailable
 from recall.settings import get_settings
@@ -37,7 +37,6 @@ _deserializer = TypeDeserializer()
 
 BATCH_GET_MAX_KEYS = 100
 BATCH_WRITE_MAX_ITEMS = 25
-BACKOFF_CEILING_SECONDS = 1.0
 
 _THROTTLING = {
     "ProvisionedThroughputExceededException",
@@ -241,14 +240,6 @@ def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[start : start + size]
 
 
-def backoff_seconds(attempt: int, base_seconds: float) -> float:
-    """Full jitter: anywhere from nothing up to ``base_seconds * 2**attempt`` (at most
-    ``BACKOFF_CEILING_SECONDS``), so throttled callers spread out instead of retrying in
-    step. A spread, not a secret: the standard generator is the right one."""
-    ceiling = min(BACKOFF_CEILING_SECONDS, base_seconds * 2**attempt)
-    return random.uniform(0, ceiling)  # noqa: S311
-
-
 def _until_processed(
     send: Callable[[Any], Any],
     requests: Any,
@@ -257,14 +248,12 @@ def _until_processed(
     sleep: Callable[[float], None],
     busy: str,
 ) -> None:
-    """The one retry policy for what a batch call leaves unprocessed: ``send`` returns
-    what is left; at most ``attempts`` calls, backing off between them, then ``Throttled``."""
-    for attempt in range(attempts):
+    """What a batch call leaves unprocessed, under the retry policy (``recall.retry``):
+    ``send`` returns what is left; at most ``attempts`` calls, then ``Throttled``."""
+    for _ in retry.attempts(attempts, base_seconds, sleep=sleep):
         requests = send(requests)
         if not requests:
             return
-        if attempt + 1 < attempts:
-            sleep(backoff_seconds(attempt, base_seconds))
     raise Throttled(busy)
 
 

@@ -16,8 +16,7 @@ from recall.domain.access import Role
 from recall.settings import Settings
 from recall.store.dynamodb import batch_delete, batch_write, to_value, translate
 from recall.store.keys import ERASING_PREFIX, FORMER_PREFIX, MEMBER_PREFIX
-from recall.store.projects import (
-    ProjectStore,
+from recall.store.project_items import (
     erasing_key,
     failed_at,
     former_key,
@@ -25,6 +24,7 @@ from recall.store.projects import (
     project_change_refused,
     project_key,
 )
+from recall.store.projects import ProjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -6,19 +6,27 @@ A record holds a turn's reply, so it is the caller's data: it is kept under
 ``owner = <userId>#<projectId>`` with Powertools' hashed key as its sort key, so an
 erasure finds every record of a user and project with one Query. Powertools hashes only
 what ``event_key_jmespath`` selects; the owner is taken from the same request's ``user``
-and ``project`` and put in front of that hash."""
+and ``project`` and put in front of that hash.
+
+A wrapper made once, when its module is imported, stores through ``SettingsRecords``: it
+makes nothing itself, and hands each call to ``persistence_layer`` for the settings' table,
+made on first use, so importing a handler makes no client and reads no settings."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from aws_lambda_powertools.utilities.idempotency import (
+    BasePersistenceLayer,
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+)
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 import boto3
 from botocore.config import Config
 
-from recall.settings import Settings
+from recall.settings import Settings, get_settings
 from recall.store.dynamodb import delete_found, dynamodb_client, to_value
 from recall.store.keys import SEPARATOR, owner_key
 
@@ -87,6 +95,58 @@ def persistence_layer(table: str, max_attempts: int) -> CallerRecords:
     """``max_attempts`` in all, the first try included (as for the store's own client)."""
     config = Config(retries={"mode": "standard", "total_max_attempts": max_attempts})
     return CallerRecords(table, boto3.client("dynamodb", config=config))
+
+
+class SettingsRecords(BasePersistenceLayer):
+    """The process's ``persistence_layer`` for the settings' table, looked up on each call
+    (so a layer made again, as a test does after ``cache_clear``, is the one used), its
+    records kept for the settings' ``IDEMPOTENCY_TTL_SECONDS``."""
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # Powertools' is untyped
+
+    @staticmethod
+    def _layer() -> CallerRecords:
+        settings = get_settings()
+        return persistence_layer(settings.idempotency_table, settings.dynamodb_max_attempts)
+
+    def configure(
+        self,
+        config: IdempotencyConfig,
+        function_name: str | None = None,
+        key_prefix: str | None = None,
+    ) -> None:
+        layer = self._layer()
+        layer.configure(config, function_name, key_prefix)
+        layer.expires_after_seconds = get_settings().idempotency_ttl_seconds
+        self.event_key_jmespath = layer.event_key_jmespath
+
+    def get_record(self, data: dict[str, Any]) -> DataRecord | None:
+        return self._layer().get_record(data)
+
+    def save_inprogress(
+        self, data: dict[str, Any], remaining_time_in_millis: int | None = None
+    ) -> None:
+        self._layer().save_inprogress(data, remaining_time_in_millis)
+
+    def save_success(self, data: dict[str, Any], result: dict[str, Any]) -> None:
+        self._layer().save_success(data, result)
+
+    def delete_record(self, data: dict[str, Any], exception: Exception) -> None:
+        self._layer().delete_record(data, exception)
+
+    # The calls above are the layer's whole: it does its own reads and writes.
+    def _get_record(self, idempotency_key: str) -> DataRecord:
+        return self._layer()._get_record(idempotency_key)
+
+    def _put_record(self, data_record: DataRecord) -> None:
+        self._layer()._put_record(data_record)
+
+    def _update_record(self, data_record: DataRecord) -> None:
+        self._layer()._update_record(data_record)
+
+    def _delete_record(self, data_record: DataRecord) -> None:
+        self._layer()._delete_record(data_record)
 
 
 class IdempotencyRecords:

@@ -55,23 +55,16 @@ def import_key(user_id: str, project_id: str, sk: str) -> Item:
     return to_item({"owner": owner_key(user_id, project_id), "sk": sk})
 
 
-class ProgressItem(StoredItem):
+class ProgressItem(StoredItem, ImportProgress):
+    """An import's progress as stored: the chunks counted are the number set
+    ``doneChunks`` that each chunk's update adds to, so ``chunksDone`` and ``counted``
+    are read from it, never stored."""
+
     owner: str
     sk: str
-    import_id: str
-    user_id: str
-    project_id: str
-    status: ImportStatus
-    chunks_total: int
+    chunks_done: int = Field(default=0, exclude=True)
+    counted: frozenset[int] = Field(default=frozenset(), exclude=True)
     done_chunks: set[int] = Field(default_factory=set)
-    threads_total: int
-    threads_done: int = 0
-    messages_done: int = 0
-    memories_done: int = 0
-    presets_done: int = 0
-    errors: list[str] = Field(default_factory=list)
-    created_at: str
-    updated_at: str
     ttl: int
 
     def progress(self) -> ImportProgress:

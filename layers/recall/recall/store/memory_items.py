@@ -14,16 +14,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from pydantic import Field
+
 from recall.domain import clock
-from recall.domain.memory import (
-    Action,
-    Category,
-    HistoryRecord,
-    MemoryEntry,
-    MemoryMeta,
-    Scope,
-    Source,
-)
+from recall.domain.memory import HistoryRecord, MemoryEntry, MemoryMeta
 from recall.store.dynamodb import Item, StoredItem, to_item, to_value
 from recall.store.keys import due_bucket
 
@@ -96,23 +90,12 @@ def is_entry(item: Item) -> bool:
     return "key" in item
 
 
-class EntryItem(StoredItem):
+class EntryItem(StoredItem, MemoryEntry):
     """An entry as stored: the entry, its version for conditional writes and, when it
     expires, ``dueAt`` and ``dueBucket`` for the ``byDue`` index and a later ``ttl``."""
 
     owner: str
     sk: str
-    key: str
-    value: str
-    category: Category
-    scope: Scope
-    conversation_id: str | None = None
-    source: Source
-    confidence: float = 1.0
-    created_at: str
-    updated_at: str
-    expires_at: str | None = None
-    said_at: str | None = None
     version: int
     due_at: str | None = None
     due_bucket: str | None = None
@@ -143,21 +126,11 @@ class EntryItem(StoredItem):
         return MemoryEntry.model_validate(self.model_dump(include=set(MemoryEntry.model_fields)))
 
 
-class HistoryItem(StoredItem):
+class HistoryItem(StoredItem, HistoryRecord):
     """One history record, sorted after the entry's earlier ones by its ULID."""
 
     owner: str
     sk: str
-    key: str
-    scope: Scope
-    conversation_id: str | None = None
-    action: Action
-    old_value: str | None = None
-    new_value: str | None = None
-    category: Category | None = None
-    source: Source | None = None
-    reason: str | None = None
-    at: str
 
     @classmethod
     def of(cls, owner: str, record: HistoryRecord, record_id: str) -> HistoryItem:
@@ -170,16 +143,12 @@ class HistoryItem(StoredItem):
         )
 
 
-class MetaItem(StoredItem):
-    """The ``META`` counters, as the conditional updates of the store leave them."""
+class MetaItem(StoredItem, MemoryMeta):
+    """The ``META`` counters, as the conditional updates of the store leave them: when a
+    consolidation falls due is ``dueAt``, beside its ``dueBucket`` for the ``byDue`` index."""
 
-    persistent_count: int = 0
-    last_extraction_at: str | None = None
-    last_consolidation_at: str | None = None
-    sessions_since_consolidation: int = 0
-    due_at: str | None = None
+    consolidation_due_at: str | None = Field(default=None, alias="dueAt")
     due_bucket: str | None = None
 
     def meta(self) -> MemoryMeta:
-        values = self.model_dump(include=set(MemoryMeta.model_fields))
-        return MemoryMeta.model_validate({**values, "consolidation_due_at": self.due_at})
+        return MemoryMeta.model_validate(self.model_dump(include=set(MemoryMeta.model_fields)))

@@ -17,17 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
 from recall.domain import clock
 from recall.errors import Conflict
+from recall.retry import attempts
 from recall.settings import Settings
 from recall.store.due import due_items
 from recall.store.dynamodb import (
-    backoff_seconds,
     collided,
     dynamodb_client,
     from_item,
@@ -361,7 +360,7 @@ class MemoryUpkeep:
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        for attempt in range(1, self._attempts + 1):
+        for attempt in attempts(self._attempts, self._backoff_seconds):
             try:
                 if guard is None:
                     reply = self.client.update_item(**request, ReturnValues="ALL_OLD")
@@ -371,8 +370,7 @@ class MemoryUpkeep:
                 return {}
             except ClientError as exc:
                 if collided(exc):
-                    if attempt < self._attempts:
-                        time.sleep(backoff_seconds(attempt - 1, self._backoff_seconds))
+                    if attempt + 1 < self._attempts:
                         continue
                     raise translate(exc) from exc
                 error = translate(exc)

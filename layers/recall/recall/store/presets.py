@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 from pydantic import Field
 
 from recall.domain.access import Role
-from recall.domain.presets import ContextPrompt, Preset, ThreadSettings
+from recall.domain.presets import Preset
 from recall.errors import Conflict, Forbidden, NotFound
 from recall.settings import Settings
 from recall.store.dynamodb import (
@@ -26,7 +26,8 @@ from recall.store.dynamodb import (
     to_value,
     translate,
 )
-from recall.store.projects import ROLE_LOST, ProjectStore, project_key
+from recall.store.project_items import ROLE_LOST, project_key
+from recall.store.projects import ProjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -43,15 +44,11 @@ def is_preset_item(values: dict[str, Any]) -> bool:
     return str(values.get("sk", "")).startswith(PRESET_PREFIX)
 
 
-class PresetItem(StoredItem):
-    project_id: str
+class PresetItem(StoredItem, Preset):
+    """A preset as stored, under ``sk = PRESET#<presetId>``: its id is in its key only."""
+
     sk: str
-    name: str
-    context_prompts: list[ContextPrompt] = Field(default_factory=list)
-    settings: ThreadSettings = Field(default_factory=ThreadSettings)
-    created_by: str
-    created_at: str
-    updated_at: str
+    preset_id: str = Field(default="", exclude=True)
 
     @classmethod
     def of(cls, preset: Preset) -> PresetItem:
@@ -59,7 +56,10 @@ class PresetItem(StoredItem):
 
     def preset(self) -> Preset:
         return Preset.model_validate(
-            {**self.model_dump(), "preset_id": self.sk.removeprefix(PRESET_PREFIX)}
+            {
+                **self.model_dump(include=set(Preset.model_fields)),
+                "preset_id": self.sk.removeprefix(PRESET_PREFIX),
+            }
         )
 
 
