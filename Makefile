@@ -14,7 +14,7 @@ EVENT ?= events/projects-list.json
 JOB ?= drain
 
 .DEFAULT_GOAL := help
-.PHONY: help install dev dev-reset job test test-web screenshots unit lint format typecheck template-lint pytest invoke openapi \
+.PHONY: help install dev dev-reset job test test-web screenshots unit lint format typecheck template-lint pytest invoke openapi docs \
 	bench bench-import eval check-wheels install-deploy check-deploy install-scan scan lock clean
 
 help: ## List the targets
@@ -73,6 +73,9 @@ invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 
 openapi: install ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
+
+docs: install ## Rewrite the tables in docs/ that mirror the code: settings, parameters, modules, targets
+	$(PY) -m local.docs
 
 bench: install ## Per turn by thread length: requests, round trips, units, cost, import times; cold start per function; prefix reuse; time to first delta; erasure and large export by size; a preset's cost; the embedded store's transactions as it fills
 	$(PY) -m bench.turns
