@@ -7,7 +7,7 @@ written between markers from the code itself, so they cannot drift from it.
   and opens with a short sentence opens a group, that sentence its heading;
 - the stack's parameters, the settings it sets and its alarms (``docs/operations.md``), and
   its functions and tables (``docs/architecture.md``), from ``template.yaml``;
-- the modules (``docs/architecture.md``): every module under ``layers/recall/recall/``,
+- the modules (``docs/modules.md``): every module under ``layers/recall/recall/``,
   ``local/`` and ``functions/``, with its docstring's first sentence;
 - the make targets (``docs/local-development.md``), from the Makefile's ``## `` comments,
   as ``make help`` prints them.
@@ -270,7 +270,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "alarms": ("docs/operations.md", alarms_table),
     "functions": ("docs/architecture.md", functions_table),
     "tables": ("docs/architecture.md", tables_table),
-    "modules": ("docs/architecture.md", modules_table),
+    "modules": ("docs/modules.md", modules_table),
     "make-targets": ("docs/local-development.md", make_targets),
 }
 
