@@ -13,7 +13,7 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from recall.store import keys, memory_items, projects
+from recall.store import keys, memory_items, project_items
 from recall.store.conversation_items import recency
 from tests.integration.conftest import Api
 
@@ -128,7 +128,7 @@ def test_the_bounds_fit_every_key() -> None:
 
     # Then the longest keys built from them fit DynamoDB's limits
     assert len(keys.thread_key(user, project, thread).encode()) <= keys.PARTITION_KEY_MAX_BYTES
-    for key in (projects.member_key, projects.erasing_key, projects.former_key):
+    for key in (project_items.member_key, project_items.erasing_key, project_items.former_key):
         assert len(key(project, user)["sk"]["S"].encode()) <= keys.SORT_KEY_MAX_BYTES, key
     assert len(recency(True, "2025-01-31T09:15:02.123Z", thread)) <= keys.SORT_KEY_MAX_BYTES
     assert len(history) <= keys.SORT_KEY_MAX_BYTES
