@@ -24,7 +24,7 @@ import time
 
 from packaging.requirements import Requirement
 
-from bench.turns import deployed_layer, import_seconds
+from bench.import_times import deployed_layer, import_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = 3

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "layers" / "recall") not in sys.path:
     sys.path.insert(0, str(ROOT / "layers" / "recall"))
 
-from bench.turns import import_seconds  # noqa: E402
+from bench.import_times import import_seconds  # noqa: E402
 from local import embedded, runtime  # noqa: E402
 from local.background import sqs_event  # noqa: E402
 from recall.domain.jobs import ConsolidateJob, ScheduledJob  # noqa: E402

@@ -13,7 +13,8 @@ import sys
 from typing import Any
 import warnings
 
-from bench.turns import Model, call, recording, round_trips, text_of, units_of
+from bench.turns import Model, call, recording, text_of
+from bench.units import round_trips, units_of
 from local import embedded
 from recall.observability import logger
 from recall.settings import get_settings

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-import bench.turns as bench
+import bench.units as units
 from local.seed import grow_thread
 from recall.domain.ids import new_id
 from recall.domain.prompt import ModelReply, ModelRequest
@@ -294,12 +294,12 @@ class TurnWrites:
 
 
 @contextmanager
-def units_counted() -> Iterator[bench.Recorder]:
+def units_counted() -> Iterator[units.Recorder]:
     """``make bench``'s recorder on the store's client: every request with the items its
     writes touched, before and after, read past the hook."""
     raw = boto3.client("dynamodb")
-    bench.describe_tables(raw)
-    recorder = bench.Recorder(raw)
+    units.describe_tables(raw)
+    recorder = units.Recorder(raw)
     events = dynamodb_client().meta.events
     hooks = [
         ("before-parameter-build.dynamodb", recorder.asked, "units-ask"),
@@ -329,8 +329,8 @@ def turn_writes(alice: Api, project: str, thread: str, text: str) -> TurnWrites:
     ]
     assert len(new) == 2
     return TurnWrites(
-        units=sum(bench.units_of(sent).write for sent in recorder.sent),
-        floor=sum(bench.kb(bench.size(item)) for item in new),
+        units=sum(units.units_of(sent).write for sent in recorder.sent),
+        floor=sum(units.kb(units.size(item)) for item in new),
     )
 
 
