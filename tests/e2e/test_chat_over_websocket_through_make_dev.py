@@ -6,14 +6,19 @@ offline model pauses between chunks here, so a client can leave mid-reply."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 import json
+import socket
 import time
 from typing import Any
+from urllib.parse import urlsplit
 import uuid
 
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, CloseConnection, Event, Request, TextMessage
 
 from local.tokens import demo_token
 from tests.conftest import wait_for
@@ -188,6 +193,55 @@ def test_a_message_over_api_gateways_128_kb_closes_the_connection_with_1009(
             socket.recv(timeout=30)
     assert answered["type"] == "error"
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+CLIENTS = 30
+FRAGMENT = "x" * 65_536
+FRAGMENTS = 64  # 4 MiB in all: more than the socket buffers between client and server hold
+SEND_BUFFER_BYTES = 16_384
+
+
+def close_code_after_sending_an_oversized_message(url: str) -> int | None:
+    """Connect, write every fragment of a message over 128 KiB before reading anything (as
+    a client busy sending does), then read up to the server's close: its code, or None when
+    the connection was reset instead."""
+    address = urlsplit(url)
+    state = WSConnection(ConnectionType.CLIENT)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as wire:
+        wire.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
+        wire.sendall(state.send(Request(host=address.netloc, target=f"/ws?{address.query}")))
+        events: list[Event] = []
+        try:
+            while not any(isinstance(event, AcceptConnection) for event in events):
+                state.receive_data(wire.recv(65536))
+                events += state.events()
+            message = [
+                state.send(TextMessage('{"action": "chat", "pad": "', message_finished=False))
+            ]
+            message += [state.send(TextMessage(FRAGMENT, message_finished=False))] * FRAGMENTS
+            wire.sendall(b"".join([*message, state.send(TextMessage('"}', True))]))
+            while True:
+                state.receive_data(wire.recv(65536) or None)
+                for event in state.events():
+                    if isinstance(event, CloseConnection):
+                        return event.code if event.code != 1006 else None
+        except OSError:  # reset
+            return None
+
+
+def test_an_oversized_fragmented_message_closes_every_client_with_1009(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given thirty clients, each writing a message four times API Gateway's limit in
+    # fragments, so fragments are still unread when the server closes
+    url = f"{ws_url(dev_server)}?token={demo_token(str(user.sub))}"
+    # When they all send it at once
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        codes = list(
+            pool.map(lambda _: close_code_after_sending_an_oversized_message(url), range(CLIENTS))
+        )
+    # Then every one of them hears the 1009 close, none a reset connection
+    assert codes == [1009] * CLIENTS
 
 
 def test_a_frame_after_the_token_expires_is_a_401_and_the_connection_closes(
