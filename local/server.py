@@ -11,6 +11,7 @@ server is for local use only."""
 
 from __future__ import annotations
 
+import argparse
 import base64
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ import boto3
 
 from local import cors, embedded, runtime, static, template, websocket
 from local.background import Background, job_names, run_job
-from local.snapshot import Snapshots
+from local.snapshot import Snapshots, forget
 from local.tokens import demo_token, subject_of
 from recall.api.bodies import json_bytes
 from recall.settings import get_settings
@@ -406,7 +407,12 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local.server", description="make dev")
+    parser.add_argument(
+        "--reset", action="store_true", help="forget the data kept in LOCAL_DATA_DIR first"
+    )
+    reset = parser.parse_args(argv).reset
     port_text = os.environ.get("PORT", str(DEFAULT_PORT))
     if not port_text.isdigit():
         print(f"PORT must be a port number, not {port_text!r}", file=sys.stderr)
@@ -416,6 +422,8 @@ def main() -> int:
     print(AUTH_WARNING, flush=True)
     folder = get_settings().local_data_dir
     data = template.ROOT / folder if folder else None
+    if reset and data is not None:
+        forget(data)
     try:
         api = serve(port, jobs=True, data=data)
     except OSError as exc:
