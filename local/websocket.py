@@ -253,16 +253,15 @@ def _reject(
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """Answer a handshake that is not one with a plain HTTP response, then close."""
-    reason = {400: "Bad Request", 426: "Upgrade Required"}.get(status, "Error")
-    head = [f"HTTP/1.1 {status} {reason}".encode()]
-    head += [
-        b"content-type: application/json",
-        f"content-length: {len(body)}".encode(),
-        b"connection: close",
-    ]
-    head += [name + b": " + value for name, value in headers or []]
     with suppress(OSError):
-        handler.connection.sendall(b"\r\n".join(head) + b"\r\n\r\n" + body)
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.send_header("Connection", "close")
+        for name, value in headers or []:
+            handler.send_header(name.decode("latin-1"), value.decode("latin-1"))
+        handler.end_headers()
+        handler.wfile.write(body)
     print(f"{handler.command} {PATH} {status} (not a WebSocket handshake)", flush=True)
 
 

@@ -145,6 +145,14 @@ def test_a_path_whose_escapes_are_not_utf8_is_400(owner: Caller) -> None:
     assert (added.status, added.body) == (400, {"message": "Bad Request"})
 
 
+def test_a_target_no_url_parser_reads_is_400_not_a_dropped_connection(wire: Wire) -> None:
+    # When: an absolute target whose IPv6 host never closes
+    wire.send(request_head("GET", "http://[::1/projects", "someone"))
+    answer = wire.answer()
+    # Then
+    assert (answer.status, answer.json()) == (400, {"message": "Bad Request"})
+
+
 # --- The body, read as HTTP/1.1 frames it ------------------------------------------------
 
 
