@@ -2,7 +2,13 @@
 it (``local/server.py``): decode the path, route it by ``template.yaml``, authorize it,
 build the payload v2 event, refuse it past Lambda's payload limit, invoke the function in
 process and read its response back. A path no route takes may be one of the web console's
-files (``local/static.py``); ``/_local/`` is this server's own, never the API's."""
+files (``local/static.py``); ``/_local/`` is this server's own, never the API's.
+
+Two rules are make dev's own, not API Gateway's, because it runs on a developer's machine
+beside their browser: it answers only requests addressed to a loopback name (a page on
+another site that rebinds its name to 127.0.0.1 would otherwise read the API), and its
+``/_local/`` routes take the same local token as the API (no page can send one with a
+cross-site form post)."""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import base64
 from dataclasses import dataclass, field
 from functools import cache
 import json
+import re
 import traceback
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -25,8 +32,12 @@ UNAUTHORIZED = {"message": "Unauthorized"}
 INTERNAL_ERROR = {"message": "Internal Server Error"}
 TOO_LONG = {"message": "Request Too Long"}
 NOT_IMPLEMENTED = {"message": "Not Implemented"}
+LOOPBACK = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?", re.IGNORECASE)
+NOT_LOOPBACK = {
+    "message": "Forbidden: make dev answers only requests to 127.0.0.1, localhost or [::1]"
+}
 # The server's answers to a request it does not pass on, by status.
-REFUSALS = {400: BAD_REQUEST, 413: TOO_LONG, 501: NOT_IMPLEMENTED}
+REFUSALS = {400: BAD_REQUEST, 403: NOT_LOOPBACK, 413: TOO_LONG, 501: NOT_IMPLEMENTED}
 LOCAL = "/_local/"
 LOCAL_JOBS = "/_local/jobs/"
 
@@ -51,6 +62,12 @@ def gateway_path(raw: str) -> str | None:
         return unquote_to_bytes(data).decode()
     except UnicodeDecodeError:
         return None
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether a ``Host`` names this machine's loopback (127.0.0.1, localhost or [::1],
+    with or without a port): a DNS-rebinding page's requests carry its own name."""
+    return host is not None and LOOPBACK.fullmatch(host) is not None
 
 
 @cache
@@ -104,7 +121,10 @@ def local_route(
     method: str, path: str, authorization: str | None, store: embedded.EmbeddedStore
 ) -> Reply:
     """``POST /_local/jobs/<job>``: one maintenance job or a drain of the queue, now, on
-    this server's store; 200 with its report. Local only: no token, never in the API."""
+    this server's store; 200 with its report. Local only, never in the API, and only for a
+    caller with a local token, as the API's routes are."""
+    if subject_of(authorization) is None:
+        return Reply.of_json(401, UNAUTHORIZED)
     name = path.removeprefix(LOCAL_JOBS)
     if not path.startswith(LOCAL_JOBS) or method.upper() != "POST" or name not in job_names():
         return Reply.of_json(404, {**NOT_FOUND, "jobs": job_names()})

@@ -7,7 +7,7 @@ on a timer (``local/background.py``), and ``POST /_local/jobs/<job>`` runs one j
 
 Local auth mimics the JWT authorizer's outcomes (401 without a usable token, the ``sub``
 claim as the caller) but never checks a signature: anyone can mint a token, so this
-server is for local use only.
+server is for local use only, and it answers only requests addressed to loopback.
 
 Werkzeug reads each request: its request handler frames the head into a WSGI environ, its
 request object gives the headers, the host and a ``Content-Length`` body held to the
@@ -36,7 +36,7 @@ from typing import Any
 import warnings
 
 import boto3
-from werkzeug.exceptions import BadRequest, HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import BadRequest, Forbidden, HTTPException, RequestEntityTooLarge
 from werkzeug.exceptions import NotImplemented as CodingNotImplemented
 from werkzeug.http import parse_list_header
 from werkzeug.serving import WSGIRequestHandler
@@ -140,6 +140,8 @@ class _RequestHandler(WSGIRequestHandler):
                 request = Request(self.make_environ())
             except ValueError as unreadable:  # a target no URL parser reads ("//[x")
                 raise BadRequest from unreadable
+            if not gateway.is_loopback(request.host):  # before anything, the socket too
+                raise Forbidden
             headers = {name.lower(): value for name, value in request.headers.items()}
             if websocket.is_upgrade(self.path, headers):
                 websocket.serve(self, subject_of)

@@ -124,7 +124,7 @@ class Caller:
         request = urllib.request.Request(  # noqa: S310 (always http://127.0.0.1)
             self.base_url + path, data=data, method=method, headers=dict(headers or {})
         )
-        if data is not None:
+        if data is not None and not request.has_header("Content-type"):
             request.add_header("Content-Type", "application/json")
         if self.sub is not None:
             request.add_header("Authorization", f"Bearer {demo_token(self.sub)}")
