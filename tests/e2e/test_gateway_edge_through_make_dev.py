@@ -168,6 +168,14 @@ def test_a_declared_body_over_lambdas_limit_is_413_before_it_is_read(wire: Wire)
     assert answer.headers["connection"] == "close"
 
 
+def test_a_declared_length_too_long_for_a_number_is_413_not_an_empty_body(wire: Wire) -> None:
+    # When: 5,000 digits, more than Python reads as an int (Werkzeug reads it as 0)
+    wire.send(request_head("POST", "/projects", "someone", f"Content-Length: {'9' * 5_000}"))
+    answer = wire.answer()
+    # Then
+    assert (answer.status, answer.json()) == (413, {"message": "Request Too Long"})
+
+
 def test_one_byte_over_the_limit_is_413_and_a_body_under_it_is_read(
     wire: Wire, dev_server: DevServer
 ) -> None:
