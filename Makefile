@@ -31,9 +31,8 @@ install: $(INSTALLED) ## Create .venv with the pinned requirements-dev.txt (agai
 dev: install ## Serve the API and the web console on http://127.0.0.1:3000 (PORT=…), the worker and the schedules; data kept in .local-data
 	PORT=$(PORT) $(PY) -m local.server
 
-dev-reset: install ## Like dev, but first forget what earlier runs kept (.local-data)
-	rm -rf .local-data
-	PORT=$(PORT) $(PY) -m local.server
+dev-reset: install ## Like dev, but first forget what earlier runs kept (in LOCAL_DATA_DIR)
+	PORT=$(PORT) $(PY) -m local.server --reset
 
 # On the `make dev` listening on PORT (POST /_local/jobs/JOB), else on a fresh embedded store.
 job: install ## Run one job once: JOB=consolidate|prune-sessions|expire-memories|drain

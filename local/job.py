@@ -5,7 +5,8 @@
 ``drain`` (work the memory jobs queue until it is empty).
 
 With ``make dev`` running on ``PORT`` (3000 by default), the job runs there, on its data:
-this sends ``POST /_local/jobs/<JOB>``, the server's local-only job route. With nothing
+this sends ``POST /_local/jobs/<JOB>``, the server's local-only job route, with a local
+token as every ``/_local/`` route asks (``local/tokens.py``). With nothing
 listening there, it runs like ``make invoke``: in-process over a fresh embedded store seeded
 with the demo project, which is gone when it ends. Either way the job's report is printed
 as JSON on stdout and where it ran on stderr."""
@@ -24,10 +25,13 @@ import warnings
 
 from local import embedded
 from local.background import job_names, run_job
+from local.gateway import LOCAL_JOBS
 from local.seed import seed_demo
-from local.server import DEFAULT_PORT, HOST, LOCAL_JOBS
+from local.server import DEFAULT_PORT, HOST
+from local.tokens import demo_token
 
 TIMEOUT_SECONDS = 120  # a drain gives up after 60 s; the server answers after that
+JOB_USER = "make-job"  # who the token names: any local token will do
 
 
 class NoServer(Exception):
@@ -37,7 +41,10 @@ class NoServer(Exception):
 def on_server(base_url: str, job: str) -> tuple[int, Any]:
     """``(status, report)`` from the running server's job route."""
     request = urllib.request.Request(  # noqa: S310 (always http://127.0.0.1)
-        f"{base_url}{LOCAL_JOBS}{job}", data=b"", method="POST"
+        f"{base_url}{LOCAL_JOBS}{job}",
+        data=b"",
+        method="POST",
+        headers={"Authorization": f"Bearer {demo_token(JOB_USER)}"},
     )
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310

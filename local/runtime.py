@@ -112,7 +112,7 @@ def http_event(
 ) -> dict[str, Any]:
     """The event API Gateway's HTTP API sends a Lambda for this request, with the JWT
     authorizer's claims when ``sub`` is given. ``path`` is the decoded one the HTTP API
-    routes on and passes on (``rawPath``, ``pathParameters``; ``local.server.gateway_path``);
+    routes on and passes on (``rawPath``, ``pathParameters``; ``local.gateway.gateway_path``);
     ``query``, the raw query string, whose parameters it decodes."""
     found = match_route(method, path)
     route, path_parameters = found if found else (None, {})

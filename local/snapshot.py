@@ -58,6 +58,13 @@ def _typed(value: Any) -> Any:
     return value
 
 
+def forget(folder: Path) -> None:
+    """What ``make dev-reset`` forgets in ``folder``: the snapshot and any left half written.
+    Nothing else goes, as ``LOCAL_DATA_DIR`` may name a folder that holds other files."""
+    for path in [folder / SNAPSHOT_FILE, *folder.glob("tmp*.tmp")]:
+        path.unlink(missing_ok=True)
+
+
 class Snapshots:
     """The snapshot file of one embedded store, and the thread that keeps it current."""
 

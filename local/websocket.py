@@ -101,15 +101,17 @@ class Client:
                 self.open = False
                 raise ConnectionGone from gone
 
-    def close(self) -> None:
-        """The server's close, as API Gateway's ``DeleteConnection`` sends it (1000); the
-        reading thread ends on the client's reply."""
+    def close(self, code: int = 1000, reason: str | None = None) -> None:
+        """The server's close, as API Gateway's ``DeleteConnection`` sends it (1000), or for
+        a message too big (1009). The reading thread drops what the client still sends and
+        ends on its reply: a socket closed with bytes unread is reset, and the reset can
+        overtake the close frame, which the client then never reads."""
         with self._lock:
             if not self.open or self.closing:
                 return
             self.closing = True
             with suppress(OSError):
-                self._handler.connection.sendall(self._state.send(CloseConnection(code=1000)))
+                self._handler.connection.sendall(self._state.send(CloseConnection(code, reason)))
 
 
 class LocalConnections:
@@ -251,16 +253,15 @@ def _reject(
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """Answer a handshake that is not one with a plain HTTP response, then close."""
-    reason = {400: "Bad Request", 426: "Upgrade Required"}.get(status, "Error")
-    head = [f"HTTP/1.1 {status} {reason}".encode()]
-    head += [
-        b"content-type: application/json",
-        f"content-length: {len(body)}".encode(),
-        b"connection: close",
-    ]
-    head += [name + b": " + value for name, value in headers or []]
     with suppress(OSError):
-        handler.connection.sendall(b"\r\n".join(head) + b"\r\n\r\n" + body)
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.send_header("Connection", "close")
+        for name, value in headers or []:
+            handler.send_header(name.decode("latin-1"), value.decode("latin-1"))
+        handler.end_headers()
+        handler.wfile.write(body)
     print(f"{handler.command} {PATH} {status} (not a WebSocket handshake)", flush=True)
 
 
@@ -363,6 +364,8 @@ def _read(
                     with suppress(ConnectionGone):
                         client.send(event.response())
                 return
+            if client.closing:  # the server has closed: only the client's reply matters
+                continue
             if isinstance(event, Ping):
                 try:
                     client.send(event.response())
@@ -377,9 +380,9 @@ def _read(
                 )
                 size += len(part.encode("utf-8", "surrogatepass"))
                 if size > MESSAGE_MAX_BYTES:
-                    with suppress(ConnectionGone):
-                        client.send(CloseConnection(code=MESSAGE_TOO_BIG, reason="Message too big"))
-                    return
+                    client.close(MESSAGE_TOO_BIG, "Message too big")
+                    parts, size = [], 0
+                    continue
                 parts.append(part)
                 if event.message_finished:
                     body, parts, size = "".join(parts), [], 0

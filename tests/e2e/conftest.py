@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -39,20 +40,26 @@ class DevServer:
 
 @contextmanager
 def dev_process(
-    environment: dict[str, str], data: Path, *, stop: bool = True
+    environment: dict[str, str],
+    data: Path,
+    *,
+    stop: bool = True,
+    command: tuple[str, ...] = (sys.executable, "-m", "local.server"),
 ) -> Iterator[DevServer]:
-    """``python -m local.server`` (what ``make dev`` runs) in a subprocess with
-    ``environment`` added, keeping its data in ``data``, ready to answer. On leaving it is
-    terminated as Ctrl-C would (``stop``; else the caller has ended it) and must exit 0."""
+    """``python -m local.server`` (what ``make dev`` runs), or ``command``, in a subprocess
+    with ``environment`` added, keeping its data in ``data``, ready to answer. On leaving it
+    is terminated as Ctrl-C would, with all it started (``stop``; else the caller has ended
+    it) and must exit 0."""
     port = embedded.free_port()
     shell = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "local.server"],
+    process = subprocess.Popen(  # noqa: S603 (our own interpreter, or make, fixed arguments)
+        command,
         cwd=template.ROOT,
         env={**shell, **environment, "PORT": str(port), "LOCAL_DATA_DIR": str(data)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,  # its own process group: make and the server it runs
     )
     assert process.stdout is not None
     stdout = process.stdout
@@ -73,11 +80,11 @@ def dev_process(
         yield DevServer(process, f"http://127.0.0.1:{port}", store, seen)
     finally:
         if process.poll() is None:
-            process.terminate()
+            os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
     if stop:
         assert process.returncode == 0, "".join(seen[-40:])
@@ -117,7 +124,7 @@ class Caller:
         request = urllib.request.Request(  # noqa: S310 (always http://127.0.0.1)
             self.base_url + path, data=data, method=method, headers=dict(headers or {})
         )
-        if data is not None:
+        if data is not None and not request.has_header("Content-type"):
             request.add_header("Content-Type", "application/json")
         if self.sub is not None:
             request.add_header("Authorization", f"Bearer {demo_token(self.sub)}")

@@ -6,14 +6,20 @@ offline model pauses between chunks here, so a client can leave mid-reply."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 import json
+import socket
 import time
 from typing import Any
+from urllib.parse import urlsplit
 import uuid
 
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, CloseConnection, Event, Ping, Request, TextMessage
 
 from local.tokens import demo_token
 from tests.conftest import wait_for
@@ -188,6 +194,101 @@ def test_a_message_over_api_gateways_128_kb_closes_the_connection_with_1009(
             socket.recv(timeout=30)
     assert answered["type"] == "error"
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+CLIENTS = 30
+FRAGMENT = "x" * 65_536
+FRAGMENTS = 64  # 4 MiB in all: more than the socket buffers between client and server hold
+SEND_BUFFER_BYTES = 16_384
+
+
+@contextmanager
+def opened_by_hand(url: str) -> Iterator[tuple[socket.socket, WSConnection]]:
+    """A WebSocket opened over a plain socket with wsproto, so the test decides when it
+    reads (a library client reads on a thread of its own)."""
+    address = urlsplit(url)
+    state = WSConnection(ConnectionType.CLIENT)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as wire:
+        wire.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
+        wire.sendall(state.send(Request(host=address.netloc, target=f"/ws?{address.query}")))
+        events: list[Event] = []
+        while not any(isinstance(event, AcceptConnection) for event in events):
+            state.receive_data(wire.recv(65536))
+            events += state.events()
+        yield wire, state
+
+
+def close_heard(wire: socket.socket, state: WSConnection) -> int | None:
+    """Read up to the server's close: its code, or None when the connection was reset."""
+    try:
+        while True:
+            state.receive_data(wire.recv(65536) or None)
+            for event in state.events():
+                if isinstance(event, CloseConnection):
+                    return event.code if event.code != 1006 else None
+    except OSError:
+        return None
+
+
+def close_code_after_sending_an_oversized_message(url: str) -> int | None:
+    """Write every fragment of a message over 128 KiB before reading anything (as a client
+    busy sending does), then read up to the server's close."""
+    with opened_by_hand(url) as (wire, state):
+        message = [state.send(TextMessage('{"action": "chat", "pad": "', message_finished=False))]
+        message += [state.send(TextMessage(FRAGMENT, message_finished=False))] * FRAGMENTS
+        try:
+            wire.sendall(b"".join([*message, state.send(TextMessage('"}'))]))
+        except OSError:  # reset while writing: the close is never read
+            return None
+        return close_heard(wire, state)
+
+
+def test_an_oversized_fragmented_message_closes_every_client_with_1009(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given thirty clients, each writing a message four times API Gateway's limit in
+    # fragments, so fragments are still unread when the server closes
+    url = f"{ws_url(dev_server)}?token={demo_token(str(user.sub))}"
+    # When they all send it at once
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        codes = list(
+            pool.map(lambda _: close_code_after_sending_an_oversized_message(url), range(CLIENTS))
+        )
+    # Then every one of them hears the 1009 close, none a reset connection
+    assert codes == [1009] * CLIENTS
+
+
+def test_nothing_a_client_sends_after_the_1009_close_is_routed(
+    dev_server: DevServer, user: Caller
+) -> None:
+    # Given a message whose fragments past 128 KiB are, alone, a chat frame for a project
+    project = user.post("/projects", {"name": "Corner Shop"}).body["id"]
+    tail = json.dumps({"action": "chat", "projectId": project, "body": {"message": "tail"}})
+    seen = len(dev_server.lines)
+    with opened_by_hand(f"{ws_url(dev_server)}?token={demo_token(str(user.sub))}") as (
+        wire,
+        state,
+    ):
+        # When it is sent whole, with a ping after it, and the 1009 close answered
+        parts = [FRAGMENT] * 3 + [tail]
+        wire.sendall(
+            b"".join(
+                state.send(TextMessage(part, message_finished=at == len(parts) - 1))
+                for at, part in enumerate(parts)
+            )
+            + state.send(Ping())
+        )
+        assert close_heard(wire, state) == 1009
+        wire.sendall(state.send(CloseConnection(1009)))
+    # Then the server read to the client's close and routed none of it
+    wait_for(
+        lambda: any("WS disconnect" in line for line in dev_server.lines[seen:]),
+        30,
+        "the server's end of the connection",
+    )
+    assert not [line for line in dev_server.lines[seen:] if line.startswith(("WS chat", "WS $"))]
+    assert not [line for line in dev_server.lines[seen:] if "Traceback" in line]
+    assert user.get(f"/projects/{project}/conversations").body["conversations"] == []
 
 
 def test_a_frame_after_the_token_expires_is_a_401_and_the_connection_closes(

@@ -145,6 +145,14 @@ def test_a_path_whose_escapes_are_not_utf8_is_400(owner: Caller) -> None:
     assert (added.status, added.body) == (400, {"message": "Bad Request"})
 
 
+def test_a_target_no_url_parser_reads_is_400_not_a_dropped_connection(wire: Wire) -> None:
+    # When: an absolute target whose IPv6 host never closes
+    wire.send(request_head("GET", "http://[::1/projects", "someone"))
+    answer = wire.answer()
+    # Then
+    assert (answer.status, answer.json()) == (400, {"message": "Bad Request"})
+
+
 # --- The body, read as HTTP/1.1 frames it ------------------------------------------------
 
 
@@ -158,6 +166,14 @@ def test_a_declared_body_over_lambdas_limit_is_413_before_it_is_read(wire: Wire)
     # Then
     assert (answer.status, answer.json()) == (413, {"message": "Request Too Long"})
     assert answer.headers["connection"] == "close"
+
+
+def test_a_declared_length_too_long_for_a_number_is_413_not_an_empty_body(wire: Wire) -> None:
+    # When: 5,000 digits, more than Python reads as an int (Werkzeug reads it as 0)
+    wire.send(request_head("POST", "/projects", "someone", f"Content-Length: {'9' * 5_000}"))
+    answer = wire.answer()
+    # Then
+    assert (answer.status, answer.json()) == (413, {"message": "Request Too Long"})
 
 
 def test_one_byte_over_the_limit_is_413_and_a_body_under_it_is_read(

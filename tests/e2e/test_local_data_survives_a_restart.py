@@ -1,6 +1,6 @@
 """``make dev`` keeps its data: stop the server (or kill it), start it again over the same
 folder, and every project, thread, message, memory entry and import is there; an empty folder (what
-``make dev-reset`` leaves) starts empty."""
+``make dev-reset`` leaves of the folder it names) starts empty."""
 
 from __future__ import annotations
 
@@ -148,3 +148,19 @@ def test_an_empty_folder_starts_empty(tmp_path: Path) -> None:
     (tmp_path / SNAPSHOT_FILE).unlink()
     with dev_process(QUICK, tmp_path) as second:
         assert caller(second, sub).get("/projects").body["projects"] == []
+
+
+def test_make_dev_reset_forgets_the_folder_the_server_loads(tmp_path: Path) -> None:
+    # Given data kept in a folder LOCAL_DATA_DIR names (not .local-data), beside a file of
+    # the developer's own
+    sub = f"user-{uuid.uuid4().hex[:12]}"
+    with dev_process(QUICK, tmp_path) as first:
+        write_everything(caller(first, sub))
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    # When make dev-reset starts over it (its install step is not remade here; make itself
+    # exits with the signal that stops it)
+    reset = ("make", "--no-print-directory", "-o", "install", "dev-reset")
+    with dev_process(QUICK, tmp_path, command=reset, stop=False) as second:
+        # Then the server it starts has forgotten it all, and kept only the other file
+        assert caller(second, sub).get("/projects").body["projects"] == []
+        assert [path.name for path in tmp_path.iterdir()] == ["notes.txt"]

@@ -14,6 +14,7 @@ import pytest
 
 from local import embedded, server, template
 from local.background import job_names
+from local.tokens import demo_token
 from tests.e2e.conftest import Caller
 
 pytestmark = pytest.mark.e2e
@@ -44,15 +45,45 @@ def test_job_names_are_the_schedules_jobs_and_drain() -> None:
     assert {"consolidate", "prune-sessions", "expire-memories", "drain"} == set(names)
 
 
-def test_the_local_job_route_runs_a_maintenance_job_without_a_token(
+def test_the_local_job_route_runs_a_maintenance_job_for_a_local_token(
     caller: Callable[[str | None], Caller],
 ) -> None:
     # When
-    reply = caller(None).post("/_local/jobs/prune-sessions")
+    reply = caller("developer").post("/_local/jobs/prune-sessions")
     # Then
     assert reply.status == 200, reply
     assert reply.body["job"] == "prune-sessions"
     assert {"read", "changed"} <= set(reply.body)
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "body"),
+    [
+        ("/_local/jobs/prune-sessions", {}, None),
+        # what any page open in the browser can send: a form posted across sites
+        (
+            "/_local/jobs/drain",
+            {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Origin": "https://evil.example",
+            },
+            b"run=1",
+        ),
+        ("/_local/jobs/drain", {"Authorization": f"Bearer {demo_token('x', exp=1)}"}, None),
+        ("/_local/anything", {}, None),
+    ],
+    ids=["no token", "a cross-site form post", "an expired token", "another local route"],
+)
+def test_every_local_route_refuses_a_caller_without_a_local_token(
+    caller: Callable[[str | None], Caller],
+    path: str,
+    headers: dict[str, str],
+    body: bytes | None,
+) -> None:
+    # When
+    reply = caller(None).request("POST", path, raw=body, headers=headers)
+    # Then
+    assert (reply.status, reply.body) == (401, {"message": "Unauthorized"})
 
 
 @pytest.mark.parametrize(("method", "path"), [("POST", "nothing"), ("GET", "prune-sessions")])
@@ -60,7 +91,7 @@ def test_the_local_job_route_is_404_for_anything_but_a_post_of_a_known_job(
     caller: Callable[[str | None], Caller], method: str, path: str
 ) -> None:
     # When
-    reply = caller(None).request(method, f"/_local/jobs/{path}")
+    reply = caller("developer").request(method, f"/_local/jobs/{path}")
     # Then
     assert reply.status == 404
     assert reply.body["jobs"] == job_names()

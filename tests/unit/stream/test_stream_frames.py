@@ -94,6 +94,47 @@ def test_a_frame_escaping_a_lone_surrogate_is_a_400() -> None:
     )
 
 
+DEEP = "[" * 10_000 + "]" * 10_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"action": "chat", "body": ' + DEEP + ', "requestId": "r-7"}',
+        '{"requestId": "r-7", "action": "chat", "body": {"message": ' + "9" * 5_000 + "}}",
+        '{"requestId": "r-7", "action": "chat", "body": {"message": "\\ud800"}}',
+        '{"requestId": "r-7", "action": "chat", "body": {"message": "unclosed',
+    ],
+    ids=["too deep", "a 5000-digit integer", "a lone surrogate", "not json"],
+)
+def test_a_frame_refused_before_it_is_read_still_carries_its_request_id(text: str) -> None:
+    # Given a frame that names its request at its top level, but cannot be read whole
+    # When
+    frame = refusal(text)
+    # Then the console can match the 400 to the turn it sent
+    assert (frame["requestId"], frame["status"]) == ("r-7", 400)
+    assert frame["body"]["error"]["code"] == "malformed_json"
+
+
+def test_an_oversized_frame_carries_its_request_id() -> None:
+    frame = refusal(chat(requestId="r-8", body={"message": "x" * LIMIT}))
+    assert (frame["requestId"], frame["status"]) == ("r-8", 413)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"action": "chat", "body": {"requestId": "r-7", "message": ' + DEEP + "}}",
+        '{"requestId": "has spaces", "body": ' + DEEP + "}",
+        '{"requestId": "r-7", "requestId": 7, "body": ' + DEEP + "}",
+        '[{"requestId": "r-7"}, ' + DEEP + "]",
+    ],
+    ids=["named only inside", "not a valid id", "named again as a number", "not an object"],
+)
+def test_a_refused_frame_carries_only_a_valid_request_id_of_its_top_level(text: str) -> None:
+    assert refusal(text)["requestId"] is None
+
+
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
 def test_a_frame_with_a_number_json_has_no_place_for_is_a_400(literal: str) -> None:
     # Given a frame Python's parser reads but RFC 8259 does not: NaN or an infinity

@@ -14,6 +14,9 @@ MAX_JSON_DEPTH = 32
 # scan to the end, and a body of 80 KB took 20 s.
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\[\s\S])*(?:"|\\?\Z)')
 _NOT_BRACKET = re.compile(r"[^\[\]{}]")
+# A string (as above) or one of JSON's structural characters; numbers and literals are
+# skipped between them.
+_TOKEN = re.compile(_JSON_STRING.pattern + r"|[\[\]{}:,]")
 
 
 def json_bytes(value: object) -> int:
@@ -36,6 +39,37 @@ def json_depth(text: str) -> int:
     brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
     steps = (1 if char in "[{" else -1 for char in brackets)
     return max(accumulate(steps, initial=0))
+
+
+def top_level_string(text: str, name: str) -> str | None:
+    """The string value of member ``name`` of the object ``text`` holds, read from its top
+    level alone: what is nested is skipped unparsed, so a text too deep, or holding a
+    number too large, to parse still names it. The last one when it is named twice, as
+    `read_json` keeps; None when it is absent, not a string, or ``text`` is no object."""
+    depth, last, member, found = 0, "", None, None
+    for match in _TOKEN.finditer(text):
+        part = match[0]
+        if depth == 0 and part != "{":
+            break
+        if depth == 1:
+            if member is not None:  # the token after the member's colon starts its value
+                found = _string(part) if member == name else found
+                member = None
+            elif part == ":":
+                member = _string(last)
+            last = part
+        depth += (part in "[{") - (part in "]}") if len(part) == 1 else 0
+        if depth == 0:
+            break
+    return found
+
+
+def _string(part: str) -> str | None:
+    try:
+        value = json.loads(part) if part.startswith('"') else None
+    except ValueError:  # a string that never closes, or an escape JSON has no place for
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _not_json(constant: str) -> Any:

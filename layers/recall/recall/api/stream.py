@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Field, ValidationError
 
-from recall.api.bodies import MAX_JSON_DEPTH, json_depth, read_json
+from recall.api.bodies import MAX_JSON_DEPTH, json_depth, read_json, top_level_string
 from recall.api.chat import ChatReply, ChatRequest, answer_once, recorded, replayed
 from recall.api.errors import (
     ErrorAnswer,
@@ -59,42 +59,48 @@ class FrameRefused(Exception):
         self.frame = frame
 
 
+def _valid_id(found: Any) -> str | None:
+    return found if isinstance(found, str) and re.fullmatch(REQUEST_ID, found) else None
+
+
 def _request_id_of(document: Any) -> str | None:
     """The frame's ``requestId`` when it is a valid one, so even a refusal carries it."""
-    found = document.get("requestId") if isinstance(document, dict) else None
-    return found if isinstance(found, str) and re.fullmatch(REQUEST_ID, found) else None
+    return _valid_id(document.get("requestId") if isinstance(document, dict) else None)
+
+
+def _unread(text: str, answer: ErrorAnswer) -> FrameRefused:
+    """The refusal of a frame that cannot be read whole (too large, too deep, not JSON): it
+    still carries the ``requestId`` its top level names, so the client can match it."""
+    return FrameRefused(error_frame(_valid_id(top_level_string(text, "requestId")), answer))
 
 
 def read_frame(text: str | None, max_bytes: int) -> ChatFrame:
     """A ``chat`` frame, or `FrameRefused` with the status and body the HTTP route would
     answer for such a body: 413 too large, 400 not JSON, 422 invalid fields, 403 for a
-    project id no project can have."""
+    project id no project can have. Each carries the frame's ``requestId`` when it has a
+    valid one."""
     text = text or ""
     if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
-        raise FrameRefused(
-            error_frame(
-                None, error_answer(413, TooLarge.code, f"The frame is over {max_bytes} bytes.")
-            )
+        raise _unread(
+            text, error_answer(413, TooLarge.code, f"The frame is over {max_bytes} bytes.")
         )
     if json_depth(text) > MAX_JSON_DEPTH:
-        raise FrameRefused(
-            error_frame(
-                None,
-                error_answer(
-                    400,
-                    "malformed_json",
-                    f"The frame nests more than {MAX_JSON_DEPTH} levels deep.",
-                ),
-            )
+        raise _unread(
+            text,
+            error_answer(
+                400, "malformed_json", f"The frame nests more than {MAX_JSON_DEPTH} levels deep."
+            ),
         )
+    not_json = error_answer(400, "malformed_json", "The frame is not valid JSON.")
     try:
         document = read_json(text)
-        json.dumps(document, ensure_ascii=False).encode("utf-8")
-    except (ValueError, UnicodeEncodeError):
-        raise FrameRefused(
-            error_frame(None, error_answer(400, "malformed_json", "The frame is not valid JSON."))
-        ) from None
+    except ValueError:  # a number past Python's digits too
+        raise _unread(text, not_json) from None
     request_id = _request_id_of(document)
+    try:  # a lone surrogate (half a pasted emoji) parses, but is no text to store
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise FrameRefused(error_frame(request_id, not_json)) from None
     try:
         frame = ChatFrame.model_validate(document)
     except ValidationError as invalid:
