@@ -141,6 +141,7 @@ class _RequestHandler(WSGIRequestHandler):
             except ValueError as unreadable:  # a target no URL parser reads ("//[x")
                 raise BadRequest from unreadable
             if not gateway.is_loopback(request.host):  # before anything, the socket too
+                print(f"refused a request to host {request.host[:100]!r}", flush=True)
                 raise Forbidden
             headers = {name.lower(): value for name, value in request.headers.items()}
             if websocket.is_upgrade(self.path, headers):
