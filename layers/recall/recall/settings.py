@@ -13,170 +13,210 @@ class Settings(BaseModel):
     """Defaults are the seeds' numbers; each field is overridden by its UPPER_CASE env var.
 
     Keyword arguments win over the environment, so tests can pin any value. A plain model
-    that reads the environment itself: pydantic-settings cost every function's import
-    about 20 ms (its command-line source, python-dotenv, argparse) for this one lookup."""
+    that reads the environment itself: pydantic-settings would add about 20 ms to every
+    function's import (its command-line source, python-dotenv, argparse) for this lookup."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # Table names. The Projects table: projects, members, presets and erasure markers.
     projects_table: str = "recall-projects"
+    # The Conversations table: one item per thread, the one truth about it.
     conversations_table: str = "recall-conversations"
+    # The Messages table: every message of every thread.
     messages_table: str = "recall-messages"
+    # The Sessions table: each member's periods of activity in a project.
     sessions_table: str = "recall-sessions"
+    # The Memories table: memory entries, their history and each user's META item.
     memories_table: str = "recall-memories"
+    # The Idempotency table: the records of keyed chat turns.
     idempotency_table: str = "recall-idempotency"
+    # The Imports table: each import's progress and chunks.
     imports_table: str = "recall-imports"
+    # The Usage table: what members and background jobs spend on the model.
     usage_table: str = "recall-usage"
 
-    # Projects
+    # Projects. A project's name, at most this many characters.
     project_name_max_chars: int = 120
+    # Context attributes one project holds (type, currency…), read into every prompt.
     project_context_max_attributes: int = 20
+    # A context attribute's text value, at most this many characters.
     project_context_value_max_chars: int = 500
+    # Projects a page of GET /projects lists, by default and at most.
     projects_page_max: int = 100
-    # Members of one project, owners included: GET …/members and an owner's GET …/usage
-    # answer every one of them at once, and Lambda answers at most 6 MB (6,291,456 bytes).
-    # The worst member, an id of 1,016 bytes of control characters (each one \u0001 in
-    # the body, escaped once more in Lambda's payload: 7 bytes), with the highest budget
-    # and a usage row of 16-digit numbers and every model, is about 7.7 KB of an owner's
-    # usage answer: 500 of them are 3.8 MB, 61% of it (test_members_cap.py measures it).
+    # Members of one project, owners included, all in one answer of GET …/members and an
+    # owner's GET …/usage under Lambda's 6 MB: the worst member (a 1,016-byte id of control
+    # characters, 7 bytes each escaped twice, the highest budget, a 16-digit usage row for
+    # every model) is about 7.7 KB, so 500 are 3.8 MB, 61% of it (test_members_cap.py).
     members_max: int = 500
 
-    # Usage and budgets: counters are kept this long after their day or month ends. The
-    # highest budget an owner may set, per limit (tokens or turns).
+    # Usage and budgets. Usage counters and ended sessions are kept this many days after they end.
     usage_kept_days: int = 400
+    # The highest budget an owner may set a member, per limit (tokens or turns).
     budget_max: int = 1_000_000_000_000
 
-    # Presets (NextChat's masks): per project, each with ordered context prompts and
-    # settings. A thread keeps a copy of its preset's, so they bound the thread item too.
+    # Presets (NextChat's masks). Presets one project holds, each context prompts and settings.
     presets_max: int = 20
+    # A preset's name, at most this many characters.
     preset_name_max_chars: int = 80
+    # Context prompts one preset holds (a thread keeps a copy, so they bound its item too).
     context_prompts_max: int = 8
+    # One context prompt's text, at most this many characters.
     context_prompt_max_chars: int = 2_000
-    # The highest maxTokens and windowMessages a project, preset or thread may set.
+    # The highest maxTokens a project, preset or thread may set.
     model_max_tokens_limit: int = 8_192
+    # The highest windowMessages a project, preset or thread may set.
     window_messages_max: int = 100
 
-    # Conversations and messages
+    # Conversations and messages. Threads a page of GET …/conversations lists by default
+    # (the seed's 50 most recent).
     conversations_page_default: int = 50
+    # The most threads a page of GET …/conversations may ask for.
     conversations_page_max: int = 100
+    # Messages a page of GET …/conversations/{conversationId} lists by default.
     messages_page_default: int = 50
+    # The most messages a page of GET …/conversations/{conversationId} may ask for.
     messages_page_max: int = 200
-    # A memory entry's history, read a page at a time: every change appends a record.
+    # Records a page of GET …/memories/{key}/history lists by default (one per change).
     memory_history_page_default: int = 100
+    # The most records a page of GET …/memories/{key}/history may ask for.
     memory_history_page_max: int = 200
     # A page of messages stops at this many bytes (DynamoDB's own query page is 1 MB), so a
     # page of long messages stays a small response however many are asked for.
     messages_page_max_bytes: int = 1_000_000
+    # A thread's title, at most this many characters (a new one's is cut from its first message).
     title_max_chars: int = 80
+    # A message a user sends or imports, at most this many characters.
     message_max_chars: int = 16_000
+    # Items one BatchWriteItem deletes (DynamoDB's limit is 25).
     delete_batch_size: int = 25
 
-    # Active context
+    # Active context. Messages in a thread's window (the seed's 20), unless a project,
+    # preset or thread sets windowMessages.
     window_messages: int = 20
-    # Older messages leave the window this many at a time (it holds window_messages to
-    # window_messages + window_evict_step), so its start, and the cached prompt prefix up to
-    # it, stays put for several turns. 0 slides the window every turn.
+    # Older messages leave the window this many at a time, so its start, and the cached
+    # prompt prefix up to it, stays put for several turns. 0 slides it every turn.
     window_evict_step: int = 10
     # The window's messages, by DynamoDB's size rules: bounds the prompt and what a turn
     # reads of its thread.
     window_max_bytes: int = 300_000
-    # The newest messages a turn reads for its window (one query, beside its other reads):
-    # a full window (window_messages + window_evict_step) of turns that each had a tool
-    # round, which the window leaves out (as it does failed replies).
+    # The newest messages a turn reads for its window (one query): a full window
+    # (window_messages + window_evict_step) of turns that each had a tool round.
     window_page_messages: int = 45
     # A message the model made (the reply, a tool round), as ASCII JSON: bounds its item,
     # its place in the window and the idempotency record that keeps the reply.
     model_message_max_bytes: int = 60_000
+    # A reply's nudge.show turns true past this many turns on the thread (the seed's 120).
     nudge_threshold_turns: int = 120
-    # A member's session in a project starts with a turn after this long without one, and
-    # ends when this long passes with no turn. The prune-sessions job ends it only once its
-    # last turn is older than the idle time and the grace, the longest a turn takes from
-    # its read to its save, so a turn never counts into a session the job ended; a turn in
-    # between starts the next session and ends this one itself.
+    # A member's session starts with a turn after this long without one, and ends when this
+    # long passes with no turn (the seed prunes sessions after 24 h idle).
     session_idle_seconds: int = 86_400
+    # The prune-sessions job ends a session only once its last turn is older than the idle
+    # time plus this, the longest a turn takes from its read to its save.
     session_end_grace_seconds: int = 900
+    # Sessions a page of GET …/sessions lists by default.
     sessions_page_default: int = 20
+    # The most sessions a page of GET …/sessions may ask for.
     sessions_page_max: int = 100
-    # An ended session gives extraction its turn for at most this many of its threads that
-    # hold user messages with preference signals no extraction has read (newest first).
+    # An ended session gives extraction its turn for at most this many of its threads with
+    # unread preference signals (newest first).
     session_extract_max_threads: int = 10
+    # Attempts at a turn's save when another write to its thread got there first.
     turn_retry_max: int = 8
+    # The first backoff between those attempts, in seconds (full jitter, doubling, at most
+    # 1 s); a thread's PATCH backs off from it too.
     turn_retry_base_seconds: float = 0.05
+    # Memory entries one turn's tools may save or forget, each entry counted once.
     turn_memory_changes_max: int = 10
+    # Tool rounds the model may take in one turn; the call after the last offers no tools.
     tool_rounds_max: int = 4
     # Threads that send a turn's independent reads at once (the batch, the window's query
     # and both memory queries): one round trip before the model.
     turn_read_concurrency: int = 4
 
-    # Memory
+    # Memory. Persistent entries per user and project (the seed's 50); consolidation keeps it.
     memory_cap: int = 50
+    # A memory entry's value, at most this many characters.
     memory_value_max_chars: int = 500
+    # Extraction reads a thread only once it holds this many user and assistant messages
+    # (the seed's 6).
     extract_min_messages: int = 6
+    # Extraction runs at most once in this many seconds per user and project (the seed's 4 h).
     extract_cooldown_seconds: int = 14_400
+    # An extracted entry below this confidence (0 to 1) is not written (the seed's 0.6).
     extract_min_confidence: float = 0.6
+    # Entries one extraction run adds or updates at most (the seed's 8).
     extract_max_new: int = 8
+    # Consolidation runs only this many seconds after the last one (the seed's 24 h).
     consolidate_min_seconds: int = 86_400
+    # Consolidation runs only after this many sessions since the last one (the seed's 3).
     consolidate_min_sessions: int = 3
+    # Consolidation runs only over this many active persistent entries (the seed's 5).
     consolidate_min_memories: int = 5
+    # Thread-scoped memory entries one thread holds.
     thread_memory_cap: int = 50
+    # Attempts at one entry's write, or a META update, when another writer got there first.
     memory_write_attempts: int = 5
+    # An expiring entry's TTL, this many hours after expiresAt: the backstop of the
+    # expire-memories job.
     memory_ttl_grace_hours: int = 48
     # How far ahead an expiresAt may be: ten years is "never" for a prompt rule, and a
     # bound keeps the TTL arithmetic far from datetime's year 9999.
     memory_expiry_max_days: int = 3_650
 
-    # Background work
+    # Background work. The memory jobs queue (SQS) for the worker; the template sets it.
     memory_jobs_queue_url: str = ""
+    # The SQS client's connect and read timeouts, in seconds: a turn queues its jobs after
+    # its save and waits no longer than it must.
     job_queue_timeout_seconds: int = 2
+    # Attempts in all of one SQS request, the first included.
     job_queue_max_attempts: int = 2
+    # Messages an extraction reads: the thread's newest since the clear-context marker.
     extract_recent_messages: int = 20
-    # What an extraction request shows the model of those messages: each one's text cut to
-    # EXTRACT_MESSAGE_MAX_CHARS (its start and its end), and the newest that fit in
-    # EXTRACT_TRANSCRIPT_MAX_CHARS, so imported replies of 60,000 characters cannot make a
-    # request larger than the model's context.
+    # Each message an extraction request shows the model, cut to this many characters.
     extract_message_max_chars: int = 8_000
+    # An extraction request's messages in all, in characters (the newest that fit), so
+    # long imported replies cannot make it larger than the model's context.
     extract_transcript_max_chars: int = 100_000
+    # Consolidation prunes a background entry whose value is under this many characters.
     consolidate_min_value_chars: int = 12
+    # Consolidation prunes an extracted entry below this confidence (0 to 1).
     consolidate_prune_confidence: float = 0.6
+    # A thread's rolling summary, at most this many characters.
     summary_max_chars: int = 2_000
+    # One point of the summary, at most this many characters, so one long sentence cannot
+    # push the others out.
     summary_point_max_chars: int = 300
+    # The model's reply to one summary request, at most this many tokens.
     summary_max_tokens: int = 800
+    # Messages one summary run reads at most; the job queues the next fold for the rest.
     summary_fold_max_messages: int = 200
-    # A worker starts a batch's next job only with at least this many seconds of its
-    # invocation left: one job's worst case, its one model call through every attempt
-    # (MODEL_MAX_ATTEMPTS x MODEL_READ_TIMEOUT_SECONDS). The jobs not started go back to the
-    # queue as new messages. The first job always starts: the worker's Timeout (120 s)
-    # exceeds this reserve.
+    # A worker starts a batch's next job only with this many seconds left: one job's worst
+    # case (MODEL_MAX_ATTEMPTS x MODEL_READ_TIMEOUT_SECONDS), within its 120 s Timeout.
     worker_job_reserve_seconds: int = 100
-    # What one summary request shows the model: each message's text cut to
-    # SUMMARY_MESSAGE_MAX_CHARS (its start and its end), and the oldest messages that fit in
-    # SUMMARY_FOLD_MAX_CHARS, about 25,000 tokens of English, well inside a 200k-token
-    # context. The fold covers those, and the job queues the thread's next fold for the rest.
+    # Each message a summary request shows the model, cut to this many characters.
     summary_message_max_chars: int = 8_000
+    # A summary request's messages in all, in characters (the oldest that fit): about
+    # 25,000 tokens of English, well inside a 200k-token context.
     summary_fold_max_chars: int = 100_000
     # Scheduled jobs read the due buckets of this many past hours: the hourly jobs catch up
     # on a few missed runs, and DynamoDB's TTL is the backstop for anything older.
     maintenance_lookback_hours: int = 6
-    # make dev runs the schedules every this many seconds.
-    local_schedule_seconds: int = 60
-    # make dev keeps its tables in this folder (relative to the checkout; empty keeps
-    # nothing), written at most this many seconds after a write.
-    local_data_dir: str = ".local-data"
-    local_snapshot_seconds: float = 2.0
-    # Origins (scheme://host[:port]) whose pages may call make dev's API, like the template's
-    # CorsAllowedOrigins: none by default, so only the console make dev serves itself.
-    cors_allowed_origins: tuple[str, ...] = ()
 
-    # Model
+    # Model. What answers turns and jobs: offline calls no model (the template sets it).
     model_provider: Literal["offline", "bedrock"] = "offline"
+    # The default model's id when MODEL_PROVIDER is offline.
     offline_model_id: str = "recall-offline"
-    # Current-generation models through US cross-region inference profiles (``us.`` ids):
-    # the newer models are offered only that way. Equal to template.yaml's defaults.
+    # The default model on Bedrock: a US cross-region inference profile (``us.`` id), the
+    # only way the newer models are offered; template.yaml's default too.
     bedrock_model_id: str = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    # Models a turn, project, preset or thread may name besides the default (the template's
+    # default too).
     allowed_model_ids: tuple[str, ...] = (
         "us.anthropic.claude-haiku-4-5-20251001-v1:0",
         "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
         "us.amazon.nova-pro-v1:0",
     )
+    # Models (id prefixes) that cannot call tools: they get them as a JSON reply protocol.
     json_protocol_model_prefixes: tuple[str, ...] = (
         "meta.llama",
         "us.meta.llama",
@@ -195,107 +235,119 @@ class Settings(BaseModel):
         "amazon.nova-pro",
         "amazon.nova-premier",
     )
+    # A reply's maxTokens unless a project, preset or thread sets one; an extraction's too.
     model_max_tokens: int = 1024
+    # A reply's temperature (0 to 1) unless a project, preset or thread sets one.
     model_temperature: float = 0.3
     # Attempts in all, the first included: the client's for background jobs, a turn's
     # own (backing off from MODEL_RETRY_BASE_SECONDS) within its time.
     model_max_attempts: int = 4
+    # The first backoff between a turn's model attempts, in seconds (full jitter, doubling).
     model_retry_base_seconds: float = 0.5
+    # The Bedrock client's read timeout, in seconds; a turn's call gets less if less is left.
     model_read_timeout_seconds: int = 25
+    # The Bedrock client's connect timeout, in seconds; a turn's gets less if less is left.
     model_connect_timeout_seconds: int = 3
-    # An HTTP turn's model calls, every round and retry, end within this many seconds of
-    # its request, so it saves and answers inside API Gateway's 30 s; past it the turn
-    # saves the error and answers 504. Every turn also keeps TURN_SAVE_RESERVE_SECONDS of
-    # its function's time for the save.
+    # An HTTP turn's model calls, every round and retry, end within this many seconds, so
+    # it saves and answers inside API Gateway's 30 s; past it the turn answers 504.
     chat_model_seconds: int = 24
+    # Seconds of its function's time every turn keeps for its save.
     turn_save_reserve_seconds: int = 5
 
-    # Store and maintenance
+    # Store and maintenance. Each hour's due items spread over this many byDue partitions.
     due_shards: int = 8
+    # Attempts in all, the first included, of each DynamoDB and S3 request.
     dynamodb_max_attempts: int = 4
+    # Attempts at a member change when another change to the members got there first.
     member_change_attempts: int = 3
-    # A thread's PATCH read again and applied again when the thread changed under it.
+    # Attempts at a thread's PATCH, read and applied again when the thread changed under it.
     thread_change_attempts: int = 4
-    # Unprocessed batch items are retried with bounded exponential backoff and jitter.
+    # Attempts at a batch's unprocessed items (bounded exponential backoff and jitter).
     batch_retry_attempts: int = 8
+    # The first backoff between those attempts, in seconds; member changes and memory
+    # writes back off from it too.
     batch_retry_base_seconds: float = 0.05
 
-    # HTTP
+    # HTTP. A request body or WebSocket frame, at most this many bytes; an import has its own.
     request_body_max_bytes: int = 262_144
     # The Retry-After of a 429, a 503 and a 409 for a keyed turn still running: long enough
     # for botocore's jittered retries to have spread out, short for a person waiting.
     retry_after_seconds: int = 2
 
-    # Export and import. An export is one JSON response, and Lambda answers at most 6 MB
-    # (6,291,456 bytes) to API Gateway: above EXPORT_MAX_BYTES, counted as the UTF-8 answer
-    # Lambda carries, it becomes a link to JSON Lines instead (below), never a cut document.
-    # An import document is the request body, under the same 6 MB (API Gateway's own limit
-    # is 10 MB) and at least EXPORT_MAX_BYTES, so an inline export imports back; it is
-    # checked whole, then written by the worker in chunks of at most IMPORT_CHUNK_MAX_BYTES
-    # of UTF-8 (each one DynamoDB item, under 400 KB).
+    # Export and import. An inline export, at most this many bytes of UTF-8 as Lambda sends
+    # it (Lambda answers 6 MB at most); a larger one goes to the exports bucket as JSON Lines.
     export_max_bytes: int = 5_500_000
-    # Above EXPORT_MAX_BYTES the export is JSON Lines in the exports bucket instead, streamed
-    # there as a multipart upload in parts of EXPORT_PART_BYTES (S3: at least 5 MiB but the
-    # last, at most 10,000), and answered with a pre-signed GET URL valid this many seconds
-    # (signed with the function's temporary credentials, it may stop sooner if they do).
-    # An export is written within one request, and API Gateway waits 30 s for it: over
-    # EXPORT_LINES_MAX_BYTES it stops with a 413 rather than run out of time.
+    # The S3 bucket that holds larger exports as JSON Lines (the template sets it).
     exports_bucket: str = ""
+    # A large export's multipart upload parts, in bytes (S3: at least 5 MiB, 10,000 parts).
     export_part_bytes: int = 5_242_880
+    # A large export's pre-signed GET URL is valid this many seconds (or until the
+    # function's temporary credentials it was signed with expire).
     export_link_seconds: int = 900
+    # A large export, at most this many bytes: one request writes it within API Gateway's
+    # 30 s, and stops with a 413 past it.
     export_lines_max_bytes: int = 50_000_000
+    # An import body, at most this many bytes as the event carries it: under Lambda's 6 MB
+    # and at least EXPORT_MAX_BYTES, so an inline export imports back.
     import_max_bytes: int = 5_500_000
+    # Threads one import document holds.
     import_threads_max: int = 1_000
+    # Messages one imported thread holds.
     import_messages_per_thread_max: int = 1_000
+    # The chunks the worker writes an import in, at most this many bytes of UTF-8 (each one
+    # DynamoDB item, under its 400 KB).
     import_chunk_max_bytes: int = 300_000
     # An import's progress and chunks are kept this long, then DynamoDB's TTL drops them.
     import_ttl_days: int = 7
     # An import whose progress has not moved this long had its chunk's job dead-lettered
-    # (the queue's 720 s visibility times 3 receives is 36 minutes): the same document sent
-    # again takes it up from its next chunk.
+    # (720 s visibility times 3 receives is 36 minutes); sent again, it resumes.
     import_stall_seconds: int = 3600
 
-    # Idempotency
+    # Idempotency. A keyed turn's record is kept this many seconds: the same key replays it.
     idempotency_ttl_seconds: int = 3600
 
     # Erasure (DELETE …/me and DELETE /projects/{projectId}): items one invocation deletes
-    # at most before it hands the rest to the worker, so an erasure never runs past a
-    # Lambda timeout (25 items a batch, a few dozen batches a second).
+    # before it hands the rest to the worker, so it never runs past a Lambda timeout.
     erase_items_per_run: int = 1_000
-    # A request that looks for what to delete rather than deleting it (a Query of a table
-    # that may hold nothing, an S3 listing, a marker's delete) is charged against that
-    # budget as this many items, so the budget bounds a run's requests, not only its
-    # deletes: a member with no data is 8 such requests (48 items: a run visits at most 21
-    # of them, about 170 requests), a thread 4 (24). 1,000 items in batches of 25 are about
-    # 40 requests and their queries.
+    # Items a request that only looks for what to delete (a Query, an S3 listing) counts
+    # as, so that budget bounds a run's requests too (about 170 at most).
     erase_request_items: int = 6
 
-    # Streamed replies (the WebSocket API). The first text goes out at once; later text
-    # waits until this many characters or this many seconds have gathered, so a reply is a
-    # few dozen posts to API Gateway, not one per model chunk.
+    # Streamed replies (the WebSocket API). The first text goes out at once, later text once
+    # this many characters have gathered: a few dozen posts a reply, not one a chunk.
     stream_delta_min_chars: int = 120
+    # Later text also goes out once its oldest part has waited this many seconds.
     stream_delta_max_seconds: float = 0.2
     # The function that runs a streamed turn, invoked asynchronously (template: its name).
     stream_function_name: str = ""
-    # The WebSocket $connect authorizer: the HTTP API's issuer and audiences (aud or
-    # client_id, comma-separated), and how long a container keeps the issuer's keys.
+    # The issuer (iss) the WebSocket $connect authorizer accepts: the HTTP API's.
     jwt_issuer: str = ""
+    # The audiences (aud or client_id) that authorizer accepts: the HTTP API's.
     jwt_audience: tuple[str, ...] = ()
+    # How long a container keeps the issuer's signing keys, in seconds.
     jwks_cache_seconds: int = 300
-    # How long the authorizer waits on the issuer's JWKS endpoint (each connect and read of
-    # a fetch; an unknown kid may fetch twice). Well inside WsAuthorizerFunction's 10 s
-    # Timeout, so an issuer that hangs refuses the connect (401) rather than time it out
-    # (API Gateway's 500); PyJWT's own default is 30 s.
+    # How long the authorizer waits on each connect and read of the issuer's JWKS, in seconds:
+    # well inside its 10 s Timeout, so a hung issuer refuses the connect (401), not a 500.
     jwks_fetch_timeout_seconds: float = 2.0
     # The offline model's pause between streamed chunks: 0 streams at once; make dev can
     # slow it to watch a reply arrive (and tests, to leave one mid-way).
     offline_stream_chunk_seconds: float = 0.0
 
+    # Local server (make dev). Seconds between make dev's runs of the schedules; 0 runs none.
+    local_schedule_seconds: int = 60
+    # The folder make dev keeps its tables in, relative to the checkout; empty keeps none.
+    local_data_dir: str = ".local-data"
+    # make dev writes its tables to LOCAL_DATA_DIR at most this many seconds after a write.
+    local_snapshot_seconds: float = 2.0
+    # Origins (scheme://host[:port]) whose pages may call make dev's API, like the template's
+    # CorsAllowedOrigins: none by default, so only the console make dev serves itself.
+    cors_allowed_origins: tuple[str, ...] = ()
+
     @model_validator(mode="before")
     @classmethod
     def _from_the_environment(cls, values: Any) -> Any:
         """Each field not given takes its environment variable, matched without regard to
-        case as pydantic-settings did; tuples are comma-separated text, not JSON."""
+        case; tuples are comma-separated text, not JSON."""
         if not isinstance(values, dict):
             return values
         environment = {name.lower(): value for name, value in os.environ.items()}
