@@ -11,14 +11,13 @@ export function go(view) {
   for (const button of document.querySelectorAll("#phone-tabs [data-go]")) {
     button.setAttribute("aria-current", String(button.dataset.go === view));
   }
-  if (SIDE_VIEWS.includes(view)) {
-    for (const name of SIDE_VIEWS) {
-      $(`${name}-panel`).hidden = name !== view;
-      $(`tab-${name}`).setAttribute("aria-selected", String(name === view));
-    }
-    if (view === "context") loadContext();
-    if (view === "project") loadProjectSettings();
-  }
+  // A side panel already on show is kept current as things change (a turn, another thread
+  // or project): shown again, by its tab or a phone's, it is not drawn anew, which would
+  // close a form open in it and drop what was typed there.
+  if (!SIDE_VIEWS.includes(view) || !$(`${view}-panel`).hidden) return;
+  showSide(view);
+  if (view === "context") loadContext();
+  if (view === "project") loadProjectSettings();
 }
 
 /** The side panel `name` shown, the others hidden, with nothing loaded. */
