@@ -15,7 +15,7 @@ import pytest
 from local.tokens import demo_token
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import TAKEN, configure, shoot, sign_in
-from tests.web.test_console_in_a_browser import composer, open_thread, seed_project, seed_turns
+from tests.web.helpers import composer, open_thread, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
 

@@ -14,12 +14,15 @@ import pytest
 
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import TAKEN, sign_in
-from tests.web.test_console_edges_in_a_browser import (
+from tests.web.helpers import (
     HeldReplies,
+    composer,
     held_until_released,
+    open_thread,
+    seed_project,
+    seed_turns,
     wait_for,
 )
-from tests.web.test_console_in_a_browser import composer, open_thread, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
 

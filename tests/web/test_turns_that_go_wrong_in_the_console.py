@@ -14,8 +14,7 @@ import pytest
 
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import TAKEN, configure, shoot, sign_in
-from tests.web.test_console_edges_in_a_browser import HeldReplies
-from tests.web.test_console_in_a_browser import composer, seed_project
+from tests.web.helpers import HeldReplies, composer, seed_project
 
 pytestmark = pytest.mark.e2e
 
