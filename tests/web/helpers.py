@@ -120,3 +120,10 @@ class HeldReplies:
 
     def hold(self) -> None:
         self.holding = True
+
+
+def answered(page: Page, held: list[Route]) -> None:
+    """Let held requests go on, and wait until each answer has reached the page."""
+    for route in held:
+        with page.expect_request_finished(lambda request, route=route: request == route.request):
+            route.continue_()

@@ -15,6 +15,7 @@ from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import NUDGE_THRESHOLD_TURNS, sign_in
 from tests.web.helpers import (
     HeldReplies,
+    answered,
     composer,
     held_until_released,
     open_thread,
@@ -110,9 +111,7 @@ def test_a_project_switched_while_its_memory_loads_shows_and_edits_only_the_new_
     expect(page.locator('#memory-list .entry[data-key="second_rule"]')).to_be_visible()
     expect(page.locator("#memory-list")).not_to_contain_text("first_rule")
     # When the first project's memory answers last
-    for route in held_memory + held_threads:
-        route.continue_()
-    page.wait_for_load_state("networkidle")
+    answered(page, held_memory + held_threads)
     # Then it is dropped, and an edit goes to the second project
     expect(page.locator(".thread .title")).to_have_text(["second_rule"])
     expect(page.locator("#memory-list .entry")).to_have_count(1)

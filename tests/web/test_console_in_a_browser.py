@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import DESKTOP, NUDGE_THRESHOLD_TURNS, PHONE, configure, shoot, sign_in
-from tests.web.helpers import RULE, composer, open_thread, say, seed_project, seed_turns
+from tests.web.helpers import RULE, answered, composer, open_thread, say, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
 
@@ -157,9 +157,7 @@ def test_a_slow_thread_list_never_replaces_a_newer_one(
         page.wait_for_timeout(50)
     page.get_by_label("Archived").uncheck()
     expect(page.locator("#thread-list .thread .title")).to_have_text(["Live"])
-    for route in held:
-        route.continue_()
-    page.wait_for_load_state("networkidle")
+    answered(page, held)
     # Then
     assert len(held) == 1
     expect(page.locator("#thread-list .thread .title")).to_have_text(["Live"])

@@ -60,9 +60,14 @@ def test_long_unbroken_words_stay_on_a_phone_screen(
     expect(page.locator("#alerts .alert")).to_contain_text("archived")
     fits_the_screen(page, "#alerts .alert")
     page.screenshot(path=str(TAKEN / "phone-long-chat.png"))
-    for view in ("Memory", "Model view", "Project"):
+    shown = {
+        "Memory": '#memory-list .entry[data-key="long_word"]',
+        "Model view": '#context-view [data-layer="window"]',
+        "Project": "#usage .usage-mine",
+    }
+    for view, content in shown.items():
         tabs.get_by_role("button", name=view).click()
-        page.wait_for_load_state("networkidle")
+        expect(page.locator(content)).to_be_visible()
         fits_the_screen(page, "html")
         fits_the_screen(page, "#side-panel")
         page.screenshot(
@@ -114,16 +119,16 @@ def test_focus_stays_on_what_was_changed_after_the_list_is_drawn_again(
     page.get_by_role("tab", name="Project").click()
     page.get_by_label("Role of bob").select_option("editor")
     expect(page.get_by_label("Role of bob")).to_have_value("editor")
-    page.wait_for_load_state("networkidle")
-    # Then focus is on that member's role
+    # Then focus is on that member's role, once the list is drawn again
+    expect(page.get_by_label("Role of bob")).to_be_focused()
     assert focused(page) == "select#[bob]"
-    # When a budget is saved
+    # When a budget is saved (in the usage drawn again for bob's new role)
+    expect(page.locator('#usage-members li[data-user="bob"]')).to_contain_text("editor")
     page.get_by_label("Budget of bob").click()
     bob = page.locator('#usage-members li[data-user="bob"]')
     bob.get_by_label("Turns per day").fill("5")
     bob.get_by_role("button", name="Save budget").click()
     expect(bob).to_contain_text("budget: ")
-    page.wait_for_load_state("networkidle")
     # Then focus is on that member's budget
     expect(page.get_by_label("Budget of bob")).to_be_focused()
 

@@ -49,7 +49,7 @@ def test_a_budget_being_typed_on_a_phone_survives_a_look_at_the_chat(
     # When: a look at the chat, and back
     tabs.get_by_role("button", name="Chat").click()
     tabs.get_by_role("button", name="Project").click()
-    page.wait_for_load_state("networkidle")
+    expect(page.locator("#usage-view")).not_to_have_attribute("aria-busy", "true")
     # Then: the form as it was left
     expect(row.get_by_label("Turns per day")).to_be_visible()
     expect(row.get_by_label("Turns per day")).to_have_value("7")
@@ -73,7 +73,7 @@ def test_the_model_views_tab_clicked_again_keeps_the_thread_settings_being_typed
     sent = reads(page)
     # When: its tab, once more
     tab.click()
-    page.wait_for_load_state("networkidle")
+    expect(page.locator("#context-view")).not_to_have_attribute("aria-busy", "true")
     # Then
     expect(page.get_by_label("Temperature (0–1)", exact=True)).to_have_value("0.9")
     assert sent == [], sent

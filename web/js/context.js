@@ -8,13 +8,17 @@ import { canEdit, openView, state, threadPath } from "./state.js";
 export async function loadContext() {
   const view = $("context-view");
   if (!state.conversation) {
+    view.removeAttribute("aria-busy");
     fillThreadSettings();
     view.replaceChildren(el("p", { class: "empty" }, "Open a thread to see what its next turn would send the model."));
     return;
   }
   const asked = openView();
+  view.setAttribute("aria-busy", "true"); // until the preview is drawn, as the usage view is
   const preview = await attempt("load the context preview", () => get(threadPath("/context")));
-  if (!preview || openView() !== asked) return;
+  if (openView() !== asked) return; // another thread's preview is asked for (or none is)
+  view.removeAttribute("aria-busy");
+  if (!preview) return;
   fillThreadSettings();
   const layer = (name, id, content) =>
     el("section", { class: "layer", dataset: { layer: id } }, el("h3", {}, name), content);
