@@ -224,14 +224,20 @@ def refuse_the_resend_with_a_401(page: Page) -> list[dict[str, object]]:
 def test_a_401_answering_the_resend_fails_only_that_turn_and_keeps_the_session(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
-    # Given a turn whose first frame is lost and whose resend is answered 401
+    # Given a turn whose first frame is lost and whose resend is answered 401, on a clock
+    # that stands still until moved: only that turn's silence passes, so the next turn is
+    # never sent again however long the server takes to start it
     seed_project(api(user))
     configure(page, replySilenceSeconds=0.3)
     sent = refuse_the_resend_with_a_401(page)
+    page.clock.install()
     sign_in(page, console, user)
-    # When a message is sent
+    page.clock.pause_at(page.evaluate("Date.now()") + 1000)
+    # When a message is sent, and nothing is heard for a silence
     composer(page).fill("Plan the spring sale")
     composer(page).press("Enter")
+    until(page, lambda: len(sent) == 1)
+    page.clock.run_for(300)
     # Then that turn fails in words, with a Retry, and the page stays signed in
     failed = page.locator(".message.assistant.failed")
     expect(failed).to_have_attribute("data-code", "resend_refused")
