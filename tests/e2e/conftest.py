@@ -26,6 +26,7 @@ from local.tokens import demo_token
 
 START_SECONDS = 60  # a cold interpreter on a busy CI machine; usually two or three
 STORE_LINE = re.compile(r"Embedded DynamoDB and SQS on (http://127\.0\.0\.1:\d+)")
+API_LINE = re.compile(r"Recall API ready on (http://127\.0\.0\.1:\d+)")
 
 
 @dataclass
@@ -50,12 +51,13 @@ def dev_process(
     with ``environment`` added, keeping its data in ``data``, ready to answer. On leaving it
     is terminated as Ctrl-C would, with all it started (``stop``; else the caller has ended
     it) and must exit 0."""
-    port = embedded.free_port()
     shell = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
     process = subprocess.Popen(  # noqa: S603 (our own interpreter, or make, fixed arguments)
         command,
         cwd=template.ROOT,
-        env={**shell, **environment, "PORT": str(port), "LOCAL_DATA_DIR": str(data)},
+        # PORT 0: the server binds a free port and names it. One picked here could be taken
+        # by another process (another xdist worker's server) before the server listens.
+        env={**shell, **environment, "PORT": "0", "LOCAL_DATA_DIR": str(data)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -77,7 +79,8 @@ def dev_process(
         if not ready.wait(START_SECONDS):
             pytest.fail(f"no ready line within {START_SECONDS} s: {seen}")
         store = next(found[1] for line in list(seen) if (found := STORE_LINE.search(line)))
-        yield DevServer(process, f"http://127.0.0.1:{port}", store, seen)
+        url = next(found[1] for line in list(seen) if (found := API_LINE.search(line)))
+        yield DevServer(process, url, store, seen)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)

@@ -1,7 +1,8 @@
 """The web console in a real browser: Debian's Chromium, headless, driven by Playwright,
 against ``python -m local.server`` (what ``make dev`` runs) on a free port with its own
-data folder. Playwright's own browser download is never used: the README's install step
-and ``.ci/run`` install ``chromium`` from the distribution."""
+data folder, one per xdist worker (``pytest -n 2 tests/web``). Playwright's own browser
+download is never used: the README's install step and ``.ci/run`` install ``chromium``
+from the distribution."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ expect.set_options(timeout=WAIT_MS)
 
 @pytest.fixture(scope="session")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    """make dev's server, once for every browser test."""
+    """make dev's server, shared by the browser tests of a session: under xdist, one per
+    worker, each with its data in the worker's own temporary folder and on a port the
+    server picked itself (``dev_process``), so two workers never meet."""
     environment = {
         "CORS_ALLOWED_ORIGINS": ALLOWED_ORIGIN,
         "NUDGE_THRESHOLD_TURNS": str(NUDGE_THRESHOLD_TURNS),

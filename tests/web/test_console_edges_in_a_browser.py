@@ -1,6 +1,6 @@
 """The console when things happen out of order: a stream that drops, a project switched while
-answers are on their way, keys pressed mid-reply, an erased last project, long words on a
-phone. Each test signs in as its own user against make dev's server."""
+answers are on their way, keys pressed mid-reply, an erased last project, a reply that
+ends after another thread opened. Each test signs in as its own user against make dev's server."""
 
 from __future__ import annotations
 
@@ -8,17 +8,21 @@ from collections.abc import Callable
 import json
 import re
 
-from playwright.sync_api import Page, Route, WebSocketRoute, expect
+from playwright.sync_api import Page, WebSocketRoute, expect
 import pytest
 
 from tests.e2e.conftest import Caller, DevServer
-from tests.web.conftest import NUDGE_THRESHOLD_TURNS, PHONE, TAKEN, sign_in
-from tests.web.test_console_in_a_browser import (
+from tests.web.conftest import NUDGE_THRESHOLD_TURNS, sign_in
+from tests.web.helpers import (
+    HeldReplies,
+    answered,
     composer,
+    held_until_released,
     open_thread,
     say,
     seed_project,
     seed_turns,
+    wait_for,
 )
 
 pytestmark = pytest.mark.e2e
@@ -80,24 +84,6 @@ def memory_of(owner: Caller, project: str) -> dict[str, str]:
     return {entry["key"]: entry["value"] for entry in memories}
 
 
-def held_until_released(page: Page, pattern: str) -> list[Route]:
-    held: list[Route] = []
-
-    def hold(route: Route) -> None:
-        held.append(route)
-
-    page.route(re.compile(pattern), hold)
-    return held
-
-
-def wait_for(page: Page, held: list[Route]) -> None:
-    for _ in range(200):
-        if held:
-            return
-        page.wait_for_timeout(50)
-    raise AssertionError("the request was never sent")
-
-
 def test_a_project_switched_while_its_memory_loads_shows_and_edits_only_the_new_one(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
@@ -125,9 +111,7 @@ def test_a_project_switched_while_its_memory_loads_shows_and_edits_only_the_new_
     expect(page.locator('#memory-list .entry[data-key="second_rule"]')).to_be_visible()
     expect(page.locator("#memory-list")).not_to_contain_text("first_rule")
     # When the first project's memory answers last
-    for route in held_memory + held_threads:
-        route.continue_()
-    page.wait_for_load_state("networkidle")
+    answered(page, held_memory + held_threads)
     # Then it is dropped, and an edit goes to the second project
     expect(page.locator(".thread .title")).to_have_text(["second_rule"])
     expect(page.locator("#memory-list .entry")).to_have_count(1)
@@ -164,56 +148,6 @@ def test_enter_in_the_new_project_and_rename_dialogs_saves(
     assert [project["name"] for project in projects] == ["Keyboard shop"]
     threads = api(user).get(f"/projects/{projects[0]['id']}/conversations").body["conversations"]
     assert [thread["title"] for thread in threads] == ["T" * 80]
-
-
-class HeldReplies:
-    """Proxies the page's WebSocket; while holding, every frame after a turn's start (with
-    ``start_passes=False``, the start too) waits until released. Every chat frame the page
-    sends is kept in ``sent``, and reaches the server only when ``passes`` says so of its
-    place (1-based): a frame it refuses is lost, as a lost hand-off would be."""
-
-    def __init__(
-        self,
-        page: Page,
-        *,
-        start_passes: bool = True,
-        passes: Callable[[int], bool] = lambda place: True,
-    ) -> None:
-        self.holding = True
-        self.start_passes = start_passes
-        self.passes = passes
-        self.sent: list[dict[str, object]] = []
-        self.held: list[str | bytes] = []
-        self.sockets: list[WebSocketRoute] = []
-        page.route_web_socket(re.compile(r".*/ws.*"), self.proxy)
-
-    def proxy(self, socket: WebSocketRoute) -> None:
-        server = socket.connect_to_server()
-        self.sockets.append(socket)
-
-        def to_server(message: str | bytes) -> None:
-            self.sent.append(json.loads(message))
-            if self.passes(len(self.sent)):
-                server.send(message)
-
-        def to_page(message: str | bytes) -> None:
-            starts = self.start_passes and '"start"' in str(message)
-            if self.holding and not starts:
-                self.held.append(message)
-            else:
-                socket.send(message)
-
-        socket.on_message(to_server)
-        server.on_message(to_page)
-
-    def release(self) -> None:
-        self.holding = False
-        for message in self.held:
-            self.sockets[-1].send(message)
-        self.held = []
-
-    def hold(self) -> None:
-        self.holding = True
 
 
 def test_a_message_sent_while_a_reply_streams_is_not_lost(
@@ -351,117 +285,6 @@ def test_an_imported_preset_shows_in_the_presets_and_the_new_chat_picker(
     expect(page.get_by_label("Start from preset")).to_contain_text("Imported voice")
 
 
-LONG_WORD = "Supercalifragilistic" * 12
-
-
-def fits_the_screen(page: Page, selector: str) -> None:
-    widths = page.locator(selector).evaluate(
-        "node => ({scroll: node.scrollWidth, client: node.clientWidth})"
-    )
-    assert widths["scroll"] <= widths["client"], (selector, widths)
-
-
-def test_long_unbroken_words_stay_on_a_phone_screen(
-    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
-) -> None:
-    # Given long words in a thread's title and messages, a memory entry, a preset's name
-    owner = api(user)
-    project = seed_project(owner, LONG_WORD[:60])
-    seed_turns(owner, project, [f"{LONG_WORD} and more"])
-    put = owner.put(
-        f"/projects/{project}/memories/long_word", {"value": LONG_WORD, "category": "brand"}
-    )
-    assert put.status == 201, put
-    preset = owner.post(f"/projects/{project}/presets", {"name": LONG_WORD[:80]})
-    assert preset.status == 201, preset
-    page.set_viewport_size(PHONE)
-    sign_in(page, console, user)
-    tabs = page.locator("#phone-tabs")
-    # When each view is shown
-    expect(page.get_by_label("Start from preset")).to_be_visible()
-    # Then nothing is wider than the screen
-    fits_the_screen(page, "html")
-    fits_the_screen(page, "#chat-panel")
-    page.screenshot(path=str(TAKEN / "phone-long-new-chat.png"))
-    tabs.get_by_role("button", name="Threads").click()
-    fits_the_screen(page, "#threads-panel")
-    page.locator(".thread").first.click()
-    expect(page.locator("#chat-title")).to_contain_text("Supercalifragilistic")
-    fits_the_screen(page, "html")
-    fits_the_screen(page, ".chat-head")
-    fits_the_screen(page, "#messages")
-    page.get_by_role("button", name="Archive").click()
-    expect(page.locator("#alerts .alert")).to_contain_text("archived")
-    fits_the_screen(page, "#alerts .alert")
-    page.screenshot(path=str(TAKEN / "phone-long-chat.png"))
-    for view in ("Memory", "Model view", "Project"):
-        tabs.get_by_role("button", name=view).click()
-        page.wait_for_load_state("networkidle")
-        fits_the_screen(page, "html")
-        fits_the_screen(page, "#side-panel")
-        page.screenshot(
-            path=str(TAKEN / f"phone-long-{view.lower().replace(' ', '-')}.png"), full_page=True
-        )
-
-
-def focused(page: Page) -> str:
-    """The focused element, as tag#id[data-key|data-user] of its nearest entry or member."""
-    return str(
-        page.evaluate(
-            """() => {
-              const node = document.activeElement;
-              const owner = node.closest('[data-key], [data-user]');
-              const mark = owner ? (owner.dataset.key || owner.dataset.user) : '';
-              return `${node.tagName.toLowerCase()}#${node.id}[${mark}]`;
-            }"""
-        )
-    )
-
-
-def test_focus_stays_on_what_was_changed_after_the_list_is_drawn_again(
-    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
-) -> None:
-    # Given a project with a memory entry and a second member
-    owner = api(user)
-    project = seed_project(owner)
-    put = owner.put(f"/projects/{project}/memories/tone", {"value": "warm", "category": "brand"})
-    assert put.status == 201, put
-    assert owner.put(f"/projects/{project}/members/bob", {"role": "viewer"}).status == 201
-    sign_in(page, console, user)
-    entry = page.locator('#memory-list .entry[data-key="tone"]')
-    # When the entry is edited and saved
-    entry.get_by_role("button", name="Edit").click()
-    entry.get_by_label("Value").fill("warm and plain")
-    entry.get_by_label("Value").press("Tab")
-    page.keyboard.press("Tab")
-    page.keyboard.press("Enter")
-    expect(entry.locator(".value")).to_have_text("warm and plain")
-    # Then focus is on the entry again
-    assert focused(page) == "button#[tone]"
-    # When it is forgotten
-    entry.get_by_role("button", name="Forget").click()
-    page.locator("#confirm").get_by_role("button", name="Forget").click()
-    expect(entry).to_have_count(0)
-    # Then focus is on the memory panel's heading
-    expect(page.locator("#memory-title")).to_be_focused()
-    # When a member's role is changed
-    page.get_by_role("tab", name="Project").click()
-    page.get_by_label("Role of bob").select_option("editor")
-    expect(page.get_by_label("Role of bob")).to_have_value("editor")
-    page.wait_for_load_state("networkidle")
-    # Then focus is on that member's role
-    assert focused(page) == "select#[bob]"
-    # When a budget is saved
-    page.get_by_label("Budget of bob").click()
-    bob = page.locator('#usage-members li[data-user="bob"]')
-    bob.get_by_label("Turns per day").fill("5")
-    bob.get_by_role("button", name="Save budget").click()
-    expect(bob).to_contain_text("budget: ")
-    page.wait_for_load_state("networkidle")
-    # Then focus is on that member's budget
-    expect(page.get_by_label("Budget of bob")).to_be_focused()
-
-
 def test_a_member_demoted_while_the_page_is_open_sees_the_new_role_after_the_first_refusal(
     page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
 ) -> None:
@@ -481,107 +304,6 @@ def test_a_member_demoted_while_the_page_is_open_sees_the_new_role_after_the_fir
     expect(composer(page)).to_be_disabled()
     expect(page.locator("#composer-reason")).to_contain_text("You are a viewer")
     expect(page.locator("#project-select option:checked")).to_have_text("Shared shop (viewer)")
-
-
-def test_an_api_named_in_a_link_serves_that_page_only_and_is_never_remembered(
-    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
-) -> None:
-    # Given a link that names another server as the API, opened once
-    elsewhere = "http://127.0.0.1:9"
-    asked: list[str] = []
-    page.on("request", lambda request: asked.append(request.url))
-    page.goto(f"{console.url}/?api={elsewhere}&ws=ws://127.0.0.1:9/ws")
-    expect(page.get_by_text(elsewhere).first).to_be_visible()
-    # When the console is opened again without it, and someone signs in
-    sign_in(page, console, user)
-    # Then every API request goes to the console's own server, and nothing names the other
-    api_requests = [url for url in asked if "/projects" in url]
-    assert api_requests and all(url.startswith(console.url) for url in api_requests)
-    stored = page.evaluate("JSON.stringify(Object.entries(localStorage))")
-    assert "127.0.0.1:9" not in stored
-
-
-def test_a_link_naming_another_api_never_gets_the_token_a_signed_in_tab_holds(
-    page: Page, console: DevServer, user: str
-) -> None:
-    # Given a signed-in tab, and another server that records what it is sent
-    sign_in(page, console, user)
-    held = page.evaluate("sessionStorage.getItem('recall.token')")
-    assert held
-    elsewhere = "http://127.0.0.1:9"
-    sent: list[str] = []
-
-    def record(route: Route) -> None:
-        sent.append(route.request.headers.get("authorization", ""))
-        route.fulfill(status=200, content_type="application/json", body="{}")
-
-    page.route(f"{elsewhere}/**", record)
-    # When the same tab opens a link that names that server as the API
-    page.goto(f"{console.url}/?api={elsewhere}")
-    # Then it asks to sign in for that server, and the token went nowhere
-    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
-    expect(page.get_by_text(elsewhere).first).to_be_visible()
-    page.wait_for_load_state("networkidle")
-    assert all(held not in header for header in sent)
-    # And back on its own API the tab is still signed in
-    page.goto(console.url)
-    expect(page.locator("#console")).to_be_visible()
-
-
-def test_the_page_names_an_icon_the_server_has_so_the_browser_asks_for_no_missing_one(
-    page: Page, console: DevServer, user: str
-) -> None:
-    # Given the signed-in page (without an icon of its own a browser asks for /favicon.ico,
-    # a 404 that it logs as an error on every load)
-    sign_in(page, console, user)
-    # When the icon it names is fetched
-    href = page.evaluate("document.querySelector('link[rel=icon]')?.href ?? null")
-    assert href, "the page names no icon"
-    answer = page.request.get(href)
-    # Then the server has it, as an image
-    assert answer.status == 200
-    assert answer.headers["content-type"] == "image/svg+xml"
-
-
-def test_renaming_the_project_keeps_the_open_thread_and_its_members_on_screen(
-    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
-) -> None:
-    # Given an owner in a thread, with a member, and the project panel open
-    owner = api(user)
-    project = seed_project(owner)
-    seed_turns(owner, project, ["Plan the spring sale"])
-    assert owner.put(f"/projects/{project}/members/bob", {"role": "viewer"}).status == 201
-    sign_in(page, console, user)
-    open_thread(page, "Plan the spring sale")
-    page.get_by_role("tab", name="Project").click()
-    bob = page.locator('#member-list li[data-user="bob"]')
-    expect(bob).to_be_visible()
-    # When the project is renamed
-    panel = page.get_by_role("tabpanel", name="Project")
-    panel.get_by_label("Name", exact=True).fill("Corner Shop EU")
-    panel.get_by_role("button", name="Rename").click()
-    # Then the new name shows, and the thread and the members are still there
-    expect(page.locator("#project-select")).to_contain_text("Corner Shop EU (owner)")
-    expect(page.locator("#chat-title")).to_have_text("Plan the spring sale")
-    expect(bob).to_be_visible()
-    assert owner.get(f"/projects/{project}").body["name"] == "Corner Shop EU"
-
-
-def test_another_project_opened_with_the_project_panel_open_shows_its_own_members(
-    page: Page, console: DevServer, user: str, api: Callable[[str], Caller]
-) -> None:
-    # Given two projects, bob a member of the second only, and the first's panel open
-    owner = api(user)
-    seed_project(owner, "First shop")
-    second = seed_project(owner, "Second shop")
-    assert owner.put(f"/projects/{second}/members/bob", {"role": "viewer"}).status == 201
-    sign_in(page, console, user)
-    page.locator("#project-select").select_option(label="First shop (owner)")
-    page.get_by_role("tab", name="Project").click()
-    expect(page.locator('#member-list li[data-user="bob"]')).to_have_count(0)
-    # When the second opens, then its members show without leaving the panel
-    page.locator("#project-select").select_option(label="Second shop (owner)")
-    expect(page.locator('#member-list li[data-user="bob"]')).to_be_visible()
 
 
 def refuse_the_first_save(page: Page) -> list[dict[str, object]]:

@@ -14,12 +14,16 @@ import pytest
 
 from tests.e2e.conftest import Caller, DevServer
 from tests.web.conftest import TAKEN, sign_in
-from tests.web.test_console_edges_in_a_browser import (
+from tests.web.helpers import (
     HeldReplies,
+    answered,
+    composer,
     held_until_released,
+    open_thread,
+    seed_project,
+    seed_turns,
     wait_for,
 )
-from tests.web.test_console_in_a_browser import composer, open_thread, seed_project, seed_turns
 
 pytestmark = pytest.mark.e2e
 
@@ -38,8 +42,7 @@ def test_a_late_answer_for_another_thread_is_not_drawn(
     page.locator(".thread", has_text="Only in the first").click()
     wait_for(page, held)
     open_thread(page, "Only in the second")
-    held[0].continue_()
-    page.wait_for_load_state("networkidle")
+    answered(page, held)
     # Then the second stays open
     expect(page.locator("#chat-title")).to_have_text("Only in the second")
     expect(page.locator(".message.user .text")).to_have_text(["Only in the second"])
@@ -61,8 +64,7 @@ def test_a_late_older_page_of_another_thread_is_not_drawn(
     page.get_by_role("button", name="Load older messages").click()
     wait_for(page, held)
     open_thread(page, "Short thread")
-    held[0].continue_()
-    page.wait_for_load_state("networkidle")
+    answered(page, held)
     # Then the other thread shows only its own messages
     expect(page.locator(".message.user .text")).to_have_text(["Short thread"])
     expect(page.get_by_role("button", name="Load older messages")).to_be_hidden()
@@ -122,11 +124,10 @@ def test_a_thread_clicked_while_a_turn_starts_opens_and_stays_open(
     wait_for(page, held)
     replies.release()
     expect(page.locator('.message.assistant[data-status="complete"]')).to_have_count(1)
-    held[0].continue_()
+    answered(page, held)
     # Then the clicked thread is open, and stays so
     expect(page.locator("#chat-title")).to_have_text("Only in the other thread")
     expect(page.locator(".message.user .text")).to_have_text(["Only in the other thread"])
-    page.wait_for_load_state("networkidle")
     expect(page.locator("#chat-title")).to_have_text("Only in the other thread")
     expect(page.locator('.thread[aria-current="true"]')).to_contain_text("Only in the other thread")
 
