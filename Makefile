@@ -20,9 +20,9 @@ EVENT ?= events/projects-list.json
 JOB ?= drain
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-run dev dev-reset job test test-web screenshots unit lint format \
-	typecheck template-lint pytest invoke openapi bench bench-import eval check-wheels \
-	install-deploy check-deploy install-scan scan lock clean
+.PHONY: help install install-run dev dev-reset job test test-web screenshots unit lint \
+	commits format typecheck template-lint pytest invoke openapi bench bench-import eval \
+	check-wheels install-deploy check-deploy install-scan scan lock clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,7 +53,7 @@ dev-reset: install-run ## Like dev, but first forget what earlier runs kept (.lo
 job: install-run ## Run one job once: JOB=consolidate|prune-sessions|expire-memories|drain
 	PORT=$(PORT) $(PY) -m local.job $(JOB)
 
-test: install lint typecheck template-lint pytest test-web ## Every check: ruff, mypy, cfn-lint, the tests (all but tests/deploy)
+test: install lint typecheck template-lint pytest test-web ## Every check: ruff, commits, mypy, cfn-lint, the tests (all but tests/deploy)
 
 # Needs /usr/bin/chromium (the README's install step: apt-get install -y chromium).
 test-web: install ## The web console in headless Chromium against make dev's server
@@ -65,9 +65,13 @@ screenshots: install ## Run the browser tests and rewrite docs/screenshots/ from
 unit: install ## Only the unit tests: no DynamoDB, about half a minute
 	$(PY) -m pytest tests/unit
 
-lint: install ## ruff check and ruff format --check
+lint: install commits ## ruff check, ruff format --check and the commit subjects
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# Needs the history since the base commit (a full clone, as CI makes).
+commits: install-run ## Commit subjects since this rule began: type prefix, at most 72 characters
+	$(PY) -m local.commits
 
 format: install ## Fix what ruff can and format the code
 	$(VENV)/bin/ruff check --fix .
