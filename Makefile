@@ -14,13 +14,15 @@ RUN_INSTALLED := $(VENV)/.run-$(shell cat $(RUN_PINS) | cksum | cut -d' ' -f1)
 INSTALLED := $(VENV)/.dev-$(shell cat $(DEV_PINS) | cksum | cut -d' ' -f1)
 DEPLOY_INSTALLED := $(DEPLOY_VENV)/.installed-$(shell cat requirements-deploy.txt | cksum | cut -d' ' -f1)
 SCAN_INSTALLED := $(SCAN_VENV)/.installed-$(shell cat requirements-scan.txt | cksum | cut -d' ' -f1)
+# pytest-xdist workers for everything past the unit tests, each with its own embedded store
+WORKERS ?= 2
 PORT ?= 3000
 FUNCTION ?= ProjectsFunction
 EVENT ?= events/projects-list.json
 JOB ?= drain
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-run dev dev-reset job test test-web screenshots unit lint \
+.PHONY: help install install-run dev dev-reset job test test-rest test-web screenshots unit lint \
 	commits format typecheck template-lint pytest invoke openapi bench bench-import eval \
 	check-wheels install-deploy check-deploy install-scan scan lock clean
 
@@ -53,7 +55,12 @@ dev-reset: install-run ## Like dev, but first forget what earlier runs kept (.lo
 job: install-run ## Run one job once: JOB=consolidate|prune-sessions|expire-memories|drain
 	PORT=$(PORT) $(PY) -m local.job $(JOB)
 
-test: install lint typecheck template-lint pytest test-web ## Every check: ruff, commits, mypy, cfn-lint, the tests (all but tests/deploy)
+# The quick checks first, one after another (with `make -j` they run side by side), then
+# the slow tests in parallel.
+test: lint typecheck template-lint unit test-rest ## Every check: ruff, commits, mypy, cfn-lint, the tests (all but tests/deploy)
+
+test-rest: install ## Integration, end-to-end, template and browser tests on WORKERS processes
+	$(PY) -m pytest -n $(WORKERS) tests/integration tests/e2e tests/test_template.py tests/web
 
 # Needs /usr/bin/chromium (the README's install step: apt-get install -y chromium).
 test-web: install ## The web console in headless Chromium against make dev's server
@@ -83,8 +90,8 @@ typecheck: install ## mypy --strict on the package, the handlers, local/ and ben
 template-lint: install ## cfn-lint template.yaml (the SAM transform included)
 	$(VENV)/bin/cfn-lint template.yaml
 
-pytest: install ## Unit, integration and end-to-end tests over one embedded DynamoDB
-	$(PY) -m pytest
+pytest: install ## Unit, integration, end-to-end and template tests on WORKERS processes
+	$(PY) -m pytest -n $(WORKERS)
 
 invoke: install-run ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 	$(PY) -m local.invoke $(FUNCTION) $(EVENT)

@@ -1,4 +1,4 @@
-"""The local HTTP server on a free port, over the run's one embedded DynamoDB, and a
+"""The local HTTP server on a free port, over this process's embedded DynamoDB, and a
 caller that speaks to it with a real HTTP client."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from local.tokens import demo_token
 
 START_SECONDS = 60  # a cold interpreter on a busy CI machine; usually two or three
 STORE_LINE = re.compile(r"Embedded DynamoDB and SQS on (http://127\.0\.0\.1:\d+)")
+READY_LINE = re.compile(r"ready on (http://127\.0\.0\.1:\d+)")
 
 
 @dataclass
@@ -43,13 +44,14 @@ def dev_process(
 ) -> Iterator[DevServer]:
     """``python -m local.server`` (what ``make dev`` runs) in a subprocess with
     ``environment`` added, keeping its data in ``data``, ready to answer. On leaving it is
-    terminated as Ctrl-C would (``stop``; else the caller has ended it) and must exit 0."""
-    port = embedded.free_port()
+    terminated as Ctrl-C would (``stop``; else the caller has ended it) and must exit 0.
+    It listens on a port the system picks (``PORT=0``), named on its ready line, so servers
+    that test workers start side by side never race for one."""
     shell = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
     process = subprocess.Popen(
         [sys.executable, "-m", "local.server"],
         cwd=template.ROOT,
-        env={**shell, **environment, "PORT": str(port), "LOCAL_DATA_DIR": str(data)},
+        env={**shell, **environment, "PORT": "0", "LOCAL_DATA_DIR": str(data)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -62,7 +64,7 @@ def dev_process(
     def pump() -> None:
         for line in stdout:
             seen.append(line)
-            if "ready" in line:
+            if READY_LINE.search(line):
                 ready.set()
 
     threading.Thread(target=pump, daemon=True).start()
@@ -70,7 +72,8 @@ def dev_process(
         if not ready.wait(START_SECONDS):
             pytest.fail(f"no ready line within {START_SECONDS} s: {seen}")
         store = next(found[1] for line in list(seen) if (found := STORE_LINE.search(line)))
-        yield DevServer(process, f"http://127.0.0.1:{port}", store, seen)
+        url = next(found[1] for line in list(seen) if (found := READY_LINE.search(line)))
+        yield DevServer(process, url, store, seen)
     finally:
         if process.poll() is None:
             process.terminate()

@@ -1,5 +1,5 @@
 """The real handlers called in-process with the events API Gateway would send, as
-fresh users, over the run's one embedded DynamoDB."""
+fresh users, over this process's embedded DynamoDB."""
 
 from __future__ import annotations
 
