@@ -1,44 +1,65 @@
 # One entry point for people. `make help` lists the targets; `make dev` serves the whole API
-# locally; `make test` runs every check, with no network once `.venv` is installed.
+# locally with the light install (requirements-run.txt); `make test` runs every check with the
+# full one (requirements-dev.txt, which adds the tools), with no network once it is installed.
 PYTHON ?= python3
 VENV ?= .venv
 DEPLOY_VENV ?= .venv-deploy
 SCAN_VENV ?= .venv-scan
 PY := $(VENV)/bin/python
-INSTALLED := $(VENV)/.installed-$(shell cat requirements-dev.txt layers/recall/requirements.txt | cksum | cut -d' ' -f1)
+# One .venv, two stamps: the full install also stamps the light one, so a `make dev` after
+# a `make test` installs nothing. Each stamp names the checksum of the pins it installed.
+RUN_PINS := requirements-run.txt layers/recall/requirements.txt
+DEV_PINS := requirements-dev.txt $(RUN_PINS)
+RUN_INSTALLED := $(VENV)/.run-$(shell cat $(RUN_PINS) | cksum | cut -d' ' -f1)
+INSTALLED := $(VENV)/.dev-$(shell cat $(DEV_PINS) | cksum | cut -d' ' -f1)
 DEPLOY_INSTALLED := $(DEPLOY_VENV)/.installed-$(shell cat requirements-deploy.txt | cksum | cut -d' ' -f1)
 SCAN_INSTALLED := $(SCAN_VENV)/.installed-$(shell cat requirements-scan.txt | cksum | cut -d' ' -f1)
+# pytest-xdist workers for everything past the unit tests, each with its own embedded store
+WORKERS ?= 2
 PORT ?= 3000
 FUNCTION ?= ProjectsFunction
 EVENT ?= events/projects-list.json
 JOB ?= drain
 
 .DEFAULT_GOAL := help
-.PHONY: help install dev dev-reset job test test-web screenshots unit lint format typecheck template-lint pytest invoke openapi docs \
-	bench bench-import eval check-wheels install-deploy check-deploy install-scan scan lock clean
+.PHONY: help install install-run dev dev-reset job test test-rest test-web screenshots unit lint \
+	commits format typecheck template-lint pytest invoke openapi docs bench bench-import eval \
+	check-wheels install-deploy check-deploy install-scan scan lock clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(INSTALLED): requirements-dev.txt layers/recall/requirements.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+# A new venv's pip first: its own (23.2 on Python 3.11) takes twice as long over the same pins.
+$(RUN_INSTALLED): $(RUN_PINS)
+	test -x $(PY) || { $(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip; }
+	$(PY) -m pip install --quiet -r requirements-run.txt
+	rm -f $(VENV)/.run-* && touch $@
+
+$(INSTALLED): $(DEV_PINS)
+	test -x $(PY) || { $(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip; }
 	$(PY) -m pip install --quiet -r requirements-dev.txt
-	rm -f $(VENV)/.installed-* && touch $@
+	rm -f $(VENV)/.run-* $(VENV)/.dev-* && touch $(RUN_INSTALLED) $@
 
-install: $(INSTALLED) ## Create .venv with the pinned requirements-dev.txt (again only when it changes)
+install-run: $(RUN_INSTALLED) ## Create .venv with what running needs (requirements-run.txt)
 
-dev: install ## Serve the API and the web console on http://127.0.0.1:3000 (PORT=…), the worker and the schedules; data kept in .local-data
+install: $(INSTALLED) ## Add the checks' and the tests' tools to .venv (requirements-dev.txt)
+
+dev: install-run ## Serve the API and the web console on http://127.0.0.1:3000 (PORT=…), the worker and the schedules; data kept in .local-data
 	PORT=$(PORT) $(PY) -m local.server
 
-dev-reset: install ## Like dev, but first forget what earlier runs kept (in LOCAL_DATA_DIR)
+dev-reset: install-run ## Like dev, but first forget what earlier runs kept (in LOCAL_DATA_DIR)
 	PORT=$(PORT) $(PY) -m local.server --reset
 
 # On the `make dev` listening on PORT (POST /_local/jobs/JOB), else on a fresh embedded store.
-job: install ## Run one job once: JOB=consolidate|prune-sessions|expire-memories|drain
+job: install-run ## Run one job once: JOB=consolidate|prune-sessions|expire-memories|drain
 	PORT=$(PORT) $(PY) -m local.job $(JOB)
 
-test: install lint typecheck template-lint pytest test-web ## Every check: ruff, mypy, cfn-lint, the tests (all but tests/deploy)
+# The quick checks first, one after another (with `make -j` they run side by side), then
+# the slow tests in parallel.
+test: lint typecheck template-lint unit test-rest ## Every check: ruff, commits, mypy, cfn-lint, the tests (all but tests/deploy)
+
+test-rest: install ## Integration, end-to-end, template and browser tests on WORKERS processes
+	$(PY) -m pytest -n $(WORKERS) tests/integration tests/e2e tests/test_template.py tests/web
 
 # Needs /usr/bin/chromium (the README's install step: apt-get install -y chromium).
 test-web: install ## The web console in headless Chromium against make dev's server
@@ -50,9 +71,13 @@ screenshots: install ## Run the browser tests and rewrite docs/screenshots/ from
 unit: install ## Only the unit tests: no DynamoDB, about half a minute
 	$(PY) -m pytest tests/unit
 
-lint: install ## ruff check and ruff format --check
+lint: install commits ## ruff check, ruff format --check and the commit subjects
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# Needs the history since the base commit (a full clone, as CI makes).
+commits: install-run ## Commit subjects since this rule began: type prefix, at most 72 characters
+	$(PY) -m local.commits
 
 format: install ## Fix what ruff can and format the code
 	$(VENV)/bin/ruff check --fix .
@@ -64,13 +89,13 @@ typecheck: install ## mypy --strict on the package, the handlers, local/ and ben
 template-lint: install ## cfn-lint template.yaml (the SAM transform included)
 	$(VENV)/bin/cfn-lint template.yaml
 
-pytest: install ## Unit, integration and end-to-end tests over one embedded DynamoDB
-	$(PY) -m pytest
+pytest: install ## Unit, integration, end-to-end and template tests on WORKERS processes
+	$(PY) -m pytest -n $(WORKERS)
 
-invoke: install ## Invoke FUNCTION with EVENT in-process, like sam local invoke
+invoke: install-run ## Invoke FUNCTION with EVENT in-process, like sam local invoke
 	$(PY) -m local.invoke $(FUNCTION) $(EVENT)
 
-openapi: install ## Write the OpenAPI document the handlers serve
+openapi: install-run ## Write the OpenAPI document the handlers serve
 	$(PY) -m local.openapi
 
 docs: install ## Rewrite the tables in docs/ that mirror the code: settings, parameters, modules, targets
@@ -122,14 +147,22 @@ scan: install-scan ## checkov on template.yaml (its CloudFormation checks; no ne
 	$(SCAN_VENV)/bin/checkov --file template.yaml --framework cloudformation \
 		--skip-download --compact --quiet
 
-# Current pins are kept (-c); to move one, delete its line in requirements-dev.txt first.
-lock: ## Re-pin requirements-dev.txt from requirements-dev.in in a fresh venv (needs the index)
+# Current pins are kept (-c); to move one, delete its line in requirements-*.txt first. The
+# run set is pinned first and holds in the dev set, whose file lists only what it adds.
+lock: ## Re-pin requirements-run.txt and requirements-dev.txt from their .in files in a fresh venv (needs the index)
 	set -e; venv=$$(mktemp -d); trap 'rm -rf "$$venv"' EXIT; \
-	$(PYTHON) -m venv "$$venv"; \
-	"$$venv/bin/python" -m pip install --quiet -r requirements-dev.in -c requirements-dev.txt; \
+	$(PYTHON) -m venv "$$venv"; pip="$$venv/bin/python -m pip"; \
+	cat requirements-run.txt requirements-dev.txt 2>/dev/null | grep '==' > "$$venv/pins.txt" || true; \
+	$$pip install --quiet -r requirements-run.in -c "$$venv/pins.txt"; \
+	{ echo "# Pinned by \`make lock\` from requirements-run.in (edit that file, not this one)."; \
+	  $$pip freeze; } > "$$venv/run.txt"; \
+	$$pip install --quiet -r requirements-dev.in -c "$$venv/pins.txt" -c "$$venv/run.txt"; \
 	{ echo "# Pinned by \`make lock\` from requirements-dev.in (edit that file, not this one)."; \
-	  "$$venv/bin/python" -m pip freeze; } > requirements-dev.txt.new
-	mv requirements-dev.txt.new requirements-dev.txt
+	  echo "-r requirements-run.txt"; \
+	  $$pip freeze | awk -F'==' 'function name(s) { s = tolower(s); gsub(/[-_.]+/, "-", s); return s } \
+	    NR == FNR { run[name($$1)]; next } !(name($$1) in run)' "$$venv/run.txt" -; \
+	} > "$$venv/dev.txt"; \
+	mv "$$venv/run.txt" requirements-run.txt; mv "$$venv/dev.txt" requirements-dev.txt
 
 clean: ## Remove the venvs and the caches
 	rm -rf $(VENV) $(DEPLOY_VENV) $(SCAN_VENV) .mypy_cache .ruff_cache .hypothesis .schemathesis .aws-sam

@@ -130,14 +130,14 @@ def local_environment(endpoint: str, queues: dict[str, LocalQueue] | None = None
 
 def start(port: int | None = None) -> EmbeddedStore:
     """Start moto, create the tables, queues and buckets, and point this process's AWS
-    clients at it."""
+    clients at it. Without a ``port`` the server binds one the system picks, so processes
+    starting side by side (test workers) never race for the same one."""
     os.environ.update(FAKE_AWS)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     dynamodb_writes.install()
-    port = port or free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port or 0, verbose=False)
     server.start()
-    endpoint = f"http://127.0.0.1:{port}"
+    endpoint = f"http://127.0.0.1:{server.get_host_and_port()[1]}"
     queues = create_queues(endpoint)
     os.environ.update(local_environment(endpoint, queues))
     from recall.settings import get_settings  # the layer is on sys.path once runtime loads

@@ -11,38 +11,48 @@ from pathlib import Path
 import re
 from typing import Any
 
-from cfnlint.decode import decode_str
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
 
 
 class TemplateError(ValueError):
-    """``template.yaml`` does not parse; the message carries cfn-lint's findings."""
+    """``template.yaml`` does not parse, or names what has no local value."""
 
 
-def _plain(value: Any) -> Any:
-    """cfn-lint's nodes (``str_node``, ``dict_node``, ``list_node``) carry source marks;
-    plain values compare, serialise and reach boto3 like any other Python value."""
-    if isinstance(value, dict):
-        return {_plain(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+class _Loader(yaml.CSafeLoader):
+    """YAML as CloudFormation reads it: a short-form tag is its long form. (``make
+    template-lint`` checks the template with cfn-lint; running needs only this.)"""
+
+
+def _long_form(loader: _Loader, name: str, node: yaml.Node) -> dict[str, Any]:
+    value: Any
+    if isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    elif isinstance(node, yaml.MappingNode):
+        value = loader.construct_mapping(node, deep=True)
+    elif isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+        if name == "GetAtt":
+            value = value.split(".", 1)
+    return {name if name in ("Ref", "Condition") else f"Fn::{name}": value}
+
+
+_Loader.add_multi_constructor("!", _long_form)
 
 
 @lru_cache(maxsize=1)
 def load() -> dict[str, Any]:
-    """The template as cfn-lint reads it, short-form tags included (``!Ref X`` is
-    ``{"Ref": "X"}``, ``!GetAtt A.B`` is ``{"Fn::GetAtt": ["A", "B"]}``)."""
-    document, problems = decode_str(TEMPLATE.read_text())
-    if document is None or problems:
-        found = "; ".join(str(problem) for problem in problems) or "empty document"
-        raise TemplateError(f"{TEMPLATE}: {found}")
-    plain: dict[str, Any] = _plain(document)
-    return plain
+    """The template, short-form tags included (``!Ref X`` is ``{"Ref": "X"}``,
+    ``!GetAtt A.B`` is ``{"Fn::GetAtt": ["A", "B"]}``)."""
+    try:
+        document = yaml.load(TEMPLATE.read_text(), Loader=_Loader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as problem:
+        raise TemplateError(f"{TEMPLATE}: {problem}") from problem
+    if not isinstance(document, dict):
+        raise TemplateError(f"{TEMPLATE}: not a mapping")
+    return document
 
 
 def resources(kind: str) -> dict[str, dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""What every folder may share: the one embedded DynamoDB (moto's server) a run starts,
-tables made from template.yaml.
+"""What every folder may share: the embedded DynamoDB (moto's server) a test process
+starts, tables made from template.yaml. Under pytest-xdist (``make test``) each worker is a
+process of its own, so each has its own store, on a port the system picks.
 
 It is not autouse, and moto is imported only when it starts, so the unit tests run
 without it; ``tests/integration`` and ``tests/e2e`` make it autouse for their tests.

@@ -1,4 +1,4 @@
-"""The local HTTP server on a free port, over the run's one embedded DynamoDB, and a
+"""The local HTTP server on a free port, over this process's embedded DynamoDB, and a
 caller that speaks to it with a real HTTP client."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def dev_process(
     def pump() -> None:
         for line in stdout:
             seen.append(line)
-            if "ready" in line:
+            if API_LINE.search(line):
                 ready.set()
 
     threading.Thread(target=pump, daemon=True).start()

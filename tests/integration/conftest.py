@@ -1,11 +1,14 @@
 """The real handlers called in-process with the events API Gateway would send, as
-fresh users, over the run's one embedded DynamoDB."""
+fresh users, over this process's embedded DynamoDB."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+import datetime as dt
 import json
 import threading
+import types
 from typing import Any
 import uuid
 
@@ -183,6 +186,67 @@ def transactions_after_every_racer_read(monkeypatch: pytest.MonkeyPatch, racers:
             return transact(**kwargs)
 
     monkeypatch.setattr(client, "transact_write_items", serialised)
+
+
+# Where Powertools' idempotency reads the time, each as ``dt.datetime.now()``: when a
+# record's in-progress time ends (now + the Lambda's time left) and whether it has ended.
+IDEMPOTENCY_CLOCKS = (
+    "aws_lambda_powertools.utilities.idempotency.base",
+    "aws_lambda_powertools.utilities.idempotency.persistence.base",
+    "aws_lambda_powertools.utilities.idempotency.persistence.datarecord",
+    "aws_lambda_powertools.utilities.idempotency.persistence.dynamodb",
+)
+
+
+class RecordClock:
+    """The time as the idempotency records see it: stopped when the test begins and moved
+    only by ``advance``, so whether an invocation's time has run out is the test's say,
+    never a race with the machine's speed."""
+
+    def __init__(self) -> None:
+        self.now = dt.datetime.now()
+
+    def advance(self, seconds: float) -> None:
+        self.now += dt.timedelta(seconds=seconds)
+
+    def millis(self) -> int:
+        return int(self.now.timestamp() * 1000)
+
+    def lambda_context(self, function: str, seconds_left: float) -> runtime.LambdaContext:
+        """A Lambda context with ``seconds_left`` to run, counted on this clock."""
+        return ClockedContext(
+            function_name=function,
+            aws_request_id=f"on-the-record-clock-{uuid.uuid4().hex[:8]}",
+            deadline_ms=self.millis() + int(seconds_left * 1000),
+            clock=self,
+        )
+
+
+@dataclass
+class ClockedContext(runtime.LambdaContext):
+    """A Lambda context whose time left is counted on a RecordClock."""
+
+    clock: RecordClock | None = None
+
+    def get_remaining_time_in_millis(self) -> int:
+        assert self.clock is not None
+        return max(0, self.deadline_ms - self.clock.millis())
+
+
+@pytest.fixture
+def record_clock(monkeypatch: pytest.MonkeyPatch) -> RecordClock:
+    clock = RecordClock()
+
+    class Stopped(dt.datetime):
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> Stopped:
+            moment = clock.now if tz is None else clock.now.astimezone(tz)
+            return cls.combine(moment.date(), moment.time(), moment.tzinfo)
+
+    stopped = types.SimpleNamespace(**{**vars(dt), "datetime": Stopped})
+    for module in IDEMPOTENCY_CLOCKS:
+        monkeypatch.setattr(f"{module}.dt", stopped)
+    return clock
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ from recall.wiring import (
     message_store,
     model_choice,
 )
-from tests.integration.conftest import Api, Reply
+from tests.integration.conftest import Api, RecordClock, Reply
 from tests.integration.fault_injection import (
     ALWAYS,
     ONCE,
@@ -731,20 +731,28 @@ def chat_event(api: Api, project: str, body: dict[str, Any], key: str) -> dict[s
     )
 
 
-def invoke_chat(event: dict[str, Any], seconds_left: float) -> Reply:
-    """The chat function with a Lambda context that has ``seconds_left`` to run."""
-    context = runtime.LambdaContext(
-        function_name="ChatFunction",
-        aws_request_id="crash-test",
-        deadline_ms=int((time.time() + seconds_left) * 1000),
+def invoke_chat(
+    event: dict[str, Any], seconds_left: float, clock: RecordClock | None = None
+) -> Reply:
+    """The chat function with a Lambda context that has ``seconds_left`` to run, on the
+    machine's clock or on the idempotency records' ``clock``."""
+    context = (
+        clock.lambda_context("ChatFunction", seconds_left)
+        if clock
+        else runtime.LambdaContext(
+            function_name="ChatFunction",
+            aws_request_id="crash-test",
+            deadline_ms=int((time.time() + seconds_left) * 1000),
+        )
     )
     return Reply(runtime.handler_module("ChatFunction").lambda_handler(event, context))
 
 
 def test_a_turn_that_crashed_before_its_save_completes_exactly_once_on_retry(
-    alice: Api, make_project: MakeProject
+    alice: Api, make_project: MakeProject, record_clock: RecordClock
 ) -> None:
-    # Given a thread, and a keyed turn whose Lambda dies between the model and the save
+    # Given a thread, and a keyed turn whose Lambda, with 30 s to run, dies between the
+    # model and the save (every invocation's time on the records' clock)
     project = make_project(alice)
     thread = started_thread(alice, project)
     user = alice.sub or ""
@@ -754,19 +762,20 @@ def test_a_turn_that_crashed_before_its_save_completes_exactly_once_on_retry(
     events.register("before-call.dynamodb.TransactWriteItems", crash_at_save, unique_id="crash")
     try:
         with pytest.raises(SimulatedCrash):
-            invoke_chat(event, seconds_left=0.6)
+            invoke_chat(event, seconds_left=30, clock=record_clock)
     finally:
         events.unregister("before-call.dynamodb.TransactWriteItems", unique_id="crash")
     assert snapshot(user, project).threads == before.threads
-    # When retried while the crashed invocation could still be running
-    running = invoke_chat(event, seconds_left=30)
+    # When retried while the crashed invocation could still be running, 0.1 s before its end
+    record_clock.advance(29.9)
+    running = invoke_chat(event, seconds_left=30, clock=record_clock)
     # Then it is a clear 409 that says when to come back, not a 500
     assert running.status == 409, running
     assert running.body["error"]["code"] == "conflict"
     assert running.headers.get("Retry-After") == str(get_settings().retry_after_seconds)
-    # When retried after the crashed invocation's time ran out
-    time.sleep(0.7)
-    retried = invoke_chat(event, seconds_left=30)
+    # When retried once the crashed invocation's time ran out
+    record_clock.advance(0.2)
+    retried = invoke_chat(event, seconds_left=30, clock=record_clock)
     # Then the turn completes exactly once: one user message, one reply, counters + 2
     assert retried.status == 200, retried
     after = snapshot(user, project)
@@ -775,7 +784,7 @@ def test_a_turn_that_crashed_before_its_save_completes_exactly_once_on_retry(
     assert old is not None and new is not None
     assert (new.message_count, new.turn_count) == (old.message_count + 2, old.turn_count + 1)
     # And a later retry replays it without saving again
-    again = invoke_chat(event, seconds_left=30)
+    again = invoke_chat(event, seconds_left=30, clock=record_clock)
     assert (again.status, again.body) == (200, retried.body)
     assert snapshot(user, project).threads == after.threads
 
@@ -801,7 +810,7 @@ def test_a_keyed_turn_whose_idempotency_record_cannot_be_started_saves_nothing(
 
 
 def test_a_keyed_turn_saved_but_not_recorded_answers_its_reply_not_an_error(
-    alice: Api, make_project: MakeProject, backoffs: Backoffs
+    alice: Api, make_project: MakeProject, backoffs: Backoffs, record_clock: RecordClock
 ) -> None:
     # Given the idempotency record cannot be completed after the turn saved
     project = make_project(alice)
